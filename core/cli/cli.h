@@ -1,0 +1,19 @@
+/* sedp — the host binary's subcommands. */
+#pragma once
+
+#include "../graph/graph.h"
+#include "../io/request-file.h"
+#include "../runtime/pipeline.h"
+
+/* Each subcommand gets its arguments without the program name: argv[0] is the subcommand. It
+ * returns the process exit status. */
+int sedp_cmd_check (int argc, char **argv);
+int sedp_cmd_inspect (int argc, char **argv);
+int sedp_cmd_run (int argc, char **argv);
+
+/* Prints "sedp SUBCOMMAND: MESSAGE" on stderr. */
+void sedp_cli_error (const char *subcommand, const char *message);
+
+/* Parses @argv with @entries; prints the error and returns FALSE on bad options. */
+gboolean sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
+                         const GOptionEntry *entries, int *argc, char ***argv);

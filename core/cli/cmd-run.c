@@ -1,0 +1,169 @@
+/* sedp run — score a file of requests offline through a pipeline. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+  GAsyncQueue *done; /* completed requests (referenced) */
+} RunState;
+
+static void
+on_done (SedpRequest *request, gpointer user_data)
+{
+  RunState *st = user_data;
+  g_async_queue_push (st->done, sedp_request_ref (request));
+}
+
+int
+sedp_cmd_run (int argc, char **argv)
+{
+  char *requests_path = NULL, *out_path = NULL;
+  gint max_inflight = 256;
+  gboolean quiet = FALSE;
+  const GOptionEntry entries[] = {
+    {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &requests_path,
+     "JSON Lines file of requests ('-' for standard input)", "FILE"},
+    {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path,
+     "Where to write one JSON result per request, in input order (default: standard output)", "FILE"},
+    {"max-inflight", 0, 0, G_OPTION_ARG_INT, &max_inflight,
+     "Requests in flight at once (default 256)", "N"},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress or summary on stderr", NULL},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("run", "PIPELINE --requests FILE",
+                       "Scores every request of FILE through PIPELINE and writes the results. "
+                       "Requests are submitted concurrently (up to --max-inflight) and results are "
+                       "written in input order. A malformed request stops the run with a message "
+                       "naming the line; requests already accepted are finished first.",
+                       entries, &argc, &argv))
+    return 2;
+  g_autofree char *rp = requests_path, *op = out_path;
+  if (argc != 2 || rp == NULL) {
+    sedp_cli_error ("run", "expected PIPELINE and --requests FILE (see --help)");
+    return 2;
+  }
+  if (max_inflight < 1 || max_inflight > 1000000) {
+    sedp_cli_error ("run", "--max-inflight must be from 1 to 1000000");
+    return 2;
+  }
+  g_auto (GStrv) path = sedp_registry_default_path ();
+  g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
+  g_autoptr (GError) error = NULL;
+  SedpGraph *graph = sedp_graph_load (argv[1], registry, &error);
+  if (graph == NULL) {
+    sedp_cli_error ("run", error->message);
+    return 1;
+  }
+  char **outputs = g_strdupv (graph->spec->outputs);
+  SedpPipeline *pipeline = sedp_pipeline_new (graph, &error);
+  if (pipeline == NULL || !sedp_pipeline_start (pipeline, &error)) {
+    sedp_cli_error ("run", error->message);
+    sedp_pipeline_free (pipeline);
+    g_strfreev (outputs);
+    return 1;
+  }
+  SedpRequestReader *reader = sedp_request_reader_open (rp, &error);
+  FILE *out = stdout;
+  if (reader && op && !(out = fopen (op, "w"))) {
+    g_set_error (&error, G_FILE_ERROR, g_file_error_from_errno (errno), "%s: cannot write: %s", op,
+                 g_strerror (errno));
+  }
+  if (reader == NULL || out == NULL) {
+    sedp_cli_error ("run", error->message);
+    sedp_request_reader_close (reader);
+    sedp_pipeline_free (pipeline);
+    g_strfreev (outputs);
+    return 1;
+  }
+
+  RunState st = {g_async_queue_new ()};
+  GQueue order = G_QUEUE_INIT; /* submitted requests, in input order */
+  guint inflight = 0, n_requests = 0, by_status[SEDP_STATUS_CANCELLED + 1] = {0};
+  gint64 start = g_get_monotonic_time (), last_progress = start;
+  gboolean show_progress = !quiet && isatty (2);
+  int status = 0;
+  g_autoptr (GString) line = g_string_new (NULL);
+
+  /* Writes out every finished request at the head of the queue. */
+#define FLUSH_HEAD()                                                               \
+  while (!g_queue_is_empty (&order) && sedp_request_get_result (g_queue_peek_head (&order))) { \
+    SedpRequest *head = g_queue_pop_head (&order);                                 \
+    g_string_truncate (line, 0);                                                   \
+    sedp_result_write_json (head, (const char *const *) outputs, line);            \
+    g_string_append_c (line, '\n');                                                \
+    fwrite (line->str, 1, line->len, out);                                         \
+    by_status[sedp_result_get_status (sedp_request_get_result (head))]++;         \
+    sedp_request_unref (head);                                                     \
+  }
+
+  for (;;) {
+    SedpRequest *req = sedp_request_reader_next (reader, &error);
+    if (req == NULL)
+      break;
+    for (;;) {
+      while (inflight >= (guint) max_inflight) {
+        sedp_request_unref (g_async_queue_pop (st.done));
+        inflight--;
+        FLUSH_HEAD ();
+      }
+      SedpStatus s = sedp_pipeline_submit (pipeline, req, on_done, &st);
+      if (s == SEDP_STATUS_OK)
+        break;
+      /* Overloaded: wait for a completion (or a moment) and try again. */
+      SedpRequest *d = g_async_queue_timeout_pop (st.done, 1000);
+      if (d) {
+        sedp_request_unref (d);
+        inflight--;
+        FLUSH_HEAD ();
+      }
+    }
+    g_queue_push_tail (&order, req);
+    inflight++;
+    n_requests++;
+    SedpRequest *d;
+    while ((d = g_async_queue_try_pop (st.done))) {
+      sedp_request_unref (d);
+      inflight--;
+    }
+    FLUSH_HEAD ();
+    gint64 now = g_get_monotonic_time ();
+    if (show_progress && now - last_progress > 500000) {
+      last_progress = now;
+      double pct = 100.0 * sedp_request_reader_progress (reader);
+      fprintf (stderr, "\rsedp run: %u requests (%.0f%%), %.0f req/s   ", n_requests, pct,
+               n_requests / ((now - start) / 1e6));
+    }
+  }
+  if (error) {
+    sedp_cli_error ("run", error->message);
+    status = 1;
+  }
+  while (inflight > 0) {
+    sedp_request_unref (g_async_queue_pop (st.done));
+    inflight--;
+  }
+  FLUSH_HEAD ();
+#undef FLUSH_HEAD
+  fflush (out);
+  if (out != stdout)
+    fclose (out);
+  gint64 elapsed = g_get_monotonic_time () - start;
+  if (!quiet) {
+    if (show_progress)
+      fprintf (stderr, "\r\033[K");
+    SedpMetrics *m = sedp_pipeline_get_metrics (pipeline);
+    (void) m;
+    fprintf (stderr, "sedp run: %u requests in %.2f s (%.0f req/s): %u ok, %u partial, %u failed, "
+                     "%u timeout\n",
+             n_requests, elapsed / 1e6, n_requests / MAX (elapsed / 1e6, 1e-9),
+             by_status[SEDP_STATUS_OK], by_status[SEDP_STATUS_PARTIAL],
+             by_status[SEDP_STATUS_FAILED], by_status[SEDP_STATUS_TIMEOUT]);
+  }
+  sedp_request_reader_close (reader);
+  sedp_pipeline_free (pipeline);
+  g_async_queue_unref (st.done);
+  g_strfreev (outputs);
+  return status;
+}

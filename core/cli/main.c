@@ -1,0 +1,80 @@
+/* sedp — the host binary: checks, inspects and runs pipelines. */
+#include "cli.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+  const char *name;
+  int (*run) (int argc, char **argv);
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+  {"check", sedp_cmd_check, "Validate a pipeline file and print its compiled graph"},
+  {"inspect", sedp_cmd_inspect, "List plugins, or print one plugin's options"},
+  {"run", sedp_cmd_run, "Score a file of requests offline"},
+};
+
+void
+sedp_cli_error (const char *subcommand, const char *message)
+{
+  fprintf (stderr, "sedp %s: %s\n", subcommand, message);
+}
+
+gboolean
+sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
+                const GOptionEntry *entries, int *argc, char ***argv)
+{
+  g_autoptr (GOptionContext) ctx = g_option_context_new (params);
+  g_autofree char *prog = g_strdup_printf ("sedp %s", subcommand);
+  g_set_prgname (prog);
+  g_option_context_set_summary (ctx, summary);
+  if (entries)
+    g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, argc, argv, &error)) {
+    sedp_cli_error (subcommand, error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+usage (FILE *out)
+{
+  fprintf (out, "Usage: sedp [--version] [--help] COMMAND [ARGS…]\n\n"
+                "sedp serves deep-learning recommendation models as a staged event-driven "
+                "pipeline.\n\nCommands:\n");
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    fprintf (out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf (out, "\nRun 'sedp COMMAND --help' for a command's options.\n"
+                "Plugins are searched in SEDP_PLUGIN_PATH, then in %s.\n",
+           SEDP_PLUGINDIR);
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  if (argc < 2) {
+    usage (stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp (cmd, "--version") == 0 || strcmp (cmd, "-V") == 0) {
+    printf ("sedp %s (stage ABI %d.%d)\n", SEDP_VERSION, SEDP_ABI_MAJOR, SEDP_ABI_MINOR);
+    return 0;
+  }
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "-h") == 0 || strcmp (cmd, "help") == 0) {
+    usage (stdout);
+    return 0;
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (strcmp (cmd, commands[i].name) == 0)
+      return commands[i].run (argc - 1, argv + 1);
+  fprintf (stderr, "sedp: unknown command '%s'\n\n", cmd);
+  usage (stderr);
+  return 2;
+}

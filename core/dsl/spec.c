@@ -1,0 +1,449 @@
+/* sedp — parsing pipeline files: GKeyFile syntax, the runtime's keys, ${VAR} substitution. */
+#include "spec.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK (sedp-dsl-error-quark, sedp_dsl_error)
+
+/* Where each group and key sits in the file; GKeyFile merges duplicates silently, so they are
+ * found here first. */
+typedef struct {
+  GHashTable *lines; /* "group\nkey" or "group" -> line number */
+} LineMap;
+
+static guint
+line_of (LineMap *map, const char *group, const char *key)
+{
+  g_autofree char *k = key ? g_strconcat (group, "\n", key, NULL) : g_strdup (group);
+  return GPOINTER_TO_UINT (g_hash_table_lookup (map->lines, k));
+}
+
+static gboolean
+prescan (const char *path, const char *text, gsize length, LineMap *map, GError **error)
+{
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autofree char *group = NULL;
+  (void) length;
+  for (guint i = 0; lines[i]; i++) {
+    char *line = g_strstrip (lines[i]);
+    guint no = i + 1;
+    if (*line == '\0' || *line == '#')
+      continue;
+    if (*line == '[') {
+      char *end = strrchr (line, ']');
+      if (end == NULL)
+        continue; /* GKeyFile reports the syntax error */
+      g_free (group);
+      group = g_strndup (line + 1, (gsize) (end - line - 1));
+      if (g_hash_table_contains (map->lines, group)) {
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                     "%s:%u: [%s]: group defined twice (first on line %u)", path, no, group,
+                     line_of (map, group, NULL));
+        return FALSE;
+      }
+      g_hash_table_insert (map->lines, g_strdup (group), GUINT_TO_POINTER (no));
+      continue;
+    }
+    char *eq = strchr (line, '=');
+    if (eq == NULL || group == NULL)
+      continue;
+    g_autofree char *key = g_strstrip (g_strndup (line, (gsize) (eq - line)));
+    g_autofree char *k = g_strconcat (group, "\n", key, NULL);
+    if (g_hash_table_contains (map->lines, k)) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                   "%s:%u: [%s] %s: key set twice (first on line %u)", path, no, group, key,
+                   line_of (map, group, key));
+      return FALSE;
+    }
+    g_hash_table_insert (map->lines, g_steal_pointer (&k), GUINT_TO_POINTER (no));
+  }
+  return TRUE;
+}
+
+char *
+sedp_dsl_substitute (const char *value, GError **error)
+{
+  GString *out = g_string_new (NULL);
+  const char *p = value;
+  while (*p) {
+    if (p[0] == '$' && p[1] == '{') {
+      const char *end = strchr (p + 2, '}');
+      if (end == NULL) {
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_ENVIRONMENT,
+                     "unterminated '${' in '%s'", value);
+        g_string_free (out, TRUE);
+        return NULL;
+      }
+      g_autofree char *body = g_strndup (p + 2, (gsize) (end - p - 2));
+      char *dflt = strstr (body, ":-");
+      if (dflt) {
+        *dflt = '\0';
+        dflt += 2;
+      }
+      const char *env = g_getenv (body);
+      if (env == NULL || (*env == '\0' && dflt))
+        env = dflt;
+      if (env == NULL) {
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_ENVIRONMENT,
+                     "environment variable '%s' is not set (write ${%s:-default} for a default)",
+                     body, body);
+        g_string_free (out, TRUE);
+        return NULL;
+      }
+      g_string_append (out, env);
+      p = end + 1;
+    } else {
+      g_string_append_c (out, *p++);
+    }
+  }
+  return g_string_free (out, FALSE);
+}
+
+typedef struct {
+  const char *path;
+  const char *group;
+  LineMap *map;
+  GKeyFile *kf;
+} Ctx;
+
+/* The substituted value of @key, or NULL (with *error unset) when the key is absent. */
+static char *
+get_value (Ctx *c, const char *key, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  g_autofree char *raw = g_key_file_get_value (c->kf, c->group, key, &local);
+  if (raw == NULL)
+    return NULL;
+  g_autofree char *unescaped = g_key_file_get_string (c->kf, c->group, key, NULL);
+  char *v = sedp_dsl_substitute (unescaped ? unescaped : raw, &local);
+  if (v == NULL) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_ENVIRONMENT, "%s:%u: [%s] %s: %s", c->path,
+                 line_of (c->map, c->group, key), c->group, key, local->message);
+    return NULL;
+  }
+  return g_strstrip (v);
+}
+
+static gboolean
+get_uint (Ctx *c, const char *key, guint64 min, guint64 max, guint *out, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  g_autofree char *v = get_value (c, key, &local);
+  if (local) {
+    g_propagate_error (error, g_steal_pointer (&local));
+    return FALSE;
+  }
+  if (v == NULL)
+    return TRUE;
+  guint64 n;
+  if (!g_ascii_string_to_unsigned (v, 10, min, max, &n, NULL)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                 "%s:%u: [%s] %s: expected an integer from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                 ", got '%s'",
+                 c->path, line_of (c->map, c->group, key), c->group, key, min, max, v);
+    return FALSE;
+  }
+  *out = (guint) n;
+  return TRUE;
+}
+
+static char **
+split_list (const char *v)
+{
+  g_auto (GStrv) parts = g_strsplit (v, ",", -1);
+  GPtrArray *out = g_ptr_array_new ();
+  for (guint i = 0; parts[i]; i++) {
+    char *s = g_strstrip (parts[i]);
+    if (*s)
+      g_ptr_array_add (out, g_strdup (s));
+  }
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (out, FALSE);
+}
+
+static gboolean
+valid_name (const char *s)
+{
+  if (s == NULL || *s == '\0')
+    return FALSE;
+  for (const char *p = s; *p; p++)
+    if (!g_ascii_isalnum (*p) && *p != '_' && *p != '-')
+      return FALSE;
+  return TRUE;
+}
+
+static const char *const pipeline_keys[] = {"name",   "deadline_ms",  "frame_rows", "mode",
+                                            "outputs", "sync_workers", "idle_spin_us", NULL};
+
+static gboolean
+parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
+  for (guint i = 0; keys && keys[i]; i++) {
+    if (!g_strv_contains (pipeline_keys, keys[i])) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
+                   "%s:%u: [pipeline] %s: unknown key (known: name, deadline_ms, frame_rows, mode, "
+                   "outputs, sync_workers, idle_spin_us)",
+                   c->path, line_of (c->map, c->group, keys[i]), keys[i]);
+      return FALSE;
+    }
+  }
+  GError *local = NULL;
+  char *name = get_value (c, "name", &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  if (name) {
+    if (!valid_name (name)) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                   "%s:%u: [pipeline] name: '%s' is not a name (letters, digits, '_' and '-')",
+                   c->path, line_of (c->map, c->group, "name"), name);
+      g_free (name);
+      return FALSE;
+    }
+    g_free (spec->name);
+    spec->name = name;
+  }
+  if (!get_uint (c, "deadline_ms", 1, 3600000, &spec->deadline_ms, error) ||
+      !get_uint (c, "frame_rows", 1, 1 << 20, &spec->frame_rows, error) ||
+      !get_uint (c, "sync_workers", 1, 1024, &spec->sync_workers, error) ||
+      !get_uint (c, "idle_spin_us", 0, 100000, &spec->idle_spin_us, error))
+    return FALSE;
+  g_autofree char *mode = get_value (c, "mode", &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  if (mode) {
+    if (strcmp (mode, "staged") == 0)
+      spec->mode = SEDP_MODE_STAGED;
+    else if (strcmp (mode, "sync") == 0)
+      spec->mode = SEDP_MODE_SYNC;
+    else {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                   "%s:%u: [pipeline] mode: expected 'staged' or 'sync', got '%s'", c->path,
+                   line_of (c->map, c->group, "mode"), mode);
+      return FALSE;
+    }
+  }
+  g_autofree char *outputs = get_value (c, "outputs", &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  if (outputs) {
+    g_strfreev (spec->outputs);
+    spec->outputs = split_list (outputs);
+  }
+  return TRUE;
+}
+
+static void
+stage_spec_free (SedpStageSpec *s)
+{
+  g_free (s->name);
+  g_free (s->plugin);
+  g_strfreev (s->after);
+  g_strfreev (s->option_keys);
+  g_strfreev (s->option_values);
+  g_free (s->option_lines);
+  g_free (s);
+}
+
+static const char *const stage_keys[] = {"plugin",           "after",          "scope", "parallelism",
+                                         "batch", "batch_timeout_us", "queue_capacity", NULL};
+
+static SedpStageSpec *
+parse_stage_group (Ctx *c, const char *name, GError **error)
+{
+  SedpStageSpec *s = g_new0 (SedpStageSpec, 1);
+  s->name = g_strdup (name);
+  s->line = line_of (c->map, c->group, NULL);
+  s->parallelism = 1;
+  s->batch = 1;
+  s->batch_timeout_us = 0;
+  s->queue_capacity = 1024;
+  GError *local = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *scope = NULL;
+  g_auto (GStrv) keys = NULL;
+
+  if (!valid_name (name)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
+                 "%s:%u: [%s]: '%s' is not a stage name (letters, digits, '_' and '-')", c->path,
+                 s->line, c->group, name);
+    goto fail;
+  }
+  s->plugin = get_value (c, "plugin", &local);
+  if (local)
+    goto propagate;
+  if (s->plugin == NULL || *s->plugin == '\0') {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_MISSING_KEY,
+                 "%s:%u: [%s] plugin: missing required key", c->path, s->line, c->group);
+    goto fail;
+  }
+  after = get_value (c, "after", &local);
+  if (local)
+    goto propagate;
+  s->after = split_list (after ? after : "");
+  scope = get_value (c, "scope", &local);
+  if (local)
+    goto propagate;
+  if (scope) {
+    if (strcmp (scope, "request") == 0)
+      s->scope = SEDP_SCOPE_REQUEST;
+    else if (strcmp (scope, "item") == 0)
+      s->scope = SEDP_SCOPE_ITEM;
+    else {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                   "%s:%u: [%s] scope: expected 'request' or 'item', got '%s'", c->path,
+                   line_of (c->map, c->group, "scope"), c->group, scope);
+      goto fail;
+    }
+  }
+  if (!get_uint (c, "parallelism", 1, 1024, &s->parallelism, error) ||
+      !get_uint (c, "batch", 1, 65536, &s->batch, error) ||
+      !get_uint (c, "batch_timeout_us", 0, 10000000, &s->batch_timeout_us, error) ||
+      !get_uint (c, "queue_capacity", 1, 10000000, &s->queue_capacity, error))
+    goto fail;
+
+  keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
+  GPtrArray *ok = g_ptr_array_new (), *ov = g_ptr_array_new ();
+  GArray *ol = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; keys && keys[i]; i++) {
+    if (g_strv_contains (stage_keys, keys[i]))
+      continue;
+    char *v = get_value (c, keys[i], &local);
+    if (local)
+      break;
+    guint line = line_of (c->map, c->group, keys[i]);
+    g_ptr_array_add (ok, g_strdup (keys[i]));
+    g_ptr_array_add (ov, v);
+    g_array_append_val (ol, line);
+  }
+  g_ptr_array_add (ok, NULL);
+  g_ptr_array_add (ov, NULL);
+  s->option_keys = (char **) g_ptr_array_free (ok, FALSE);
+  s->option_values = (char **) g_ptr_array_free (ov, FALSE);
+  s->option_lines = (guint *) g_array_free (ol, FALSE);
+  if (local)
+    goto propagate;
+  return s;
+
+propagate:
+  g_propagate_error (error, local);
+fail:
+  stage_spec_free (s);
+  return NULL;
+}
+
+guint
+sedp_stage_spec_key_line (const SedpStageSpec *stage, const char *key)
+{
+  for (guint i = 0; stage->option_keys && stage->option_keys[i]; i++)
+    if (strcmp (stage->option_keys[i], key) == 0)
+      return stage->option_lines[i];
+  return stage->line;
+}
+
+SedpPipelineSpec *
+sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GError **error)
+{
+  g_autoptr (SedpPipelineSpec) spec = g_new0 (SedpPipelineSpec, 1);
+  spec->path = g_strdup (path);
+  g_autofree char *abs = g_canonicalize_filename (path, NULL);
+  spec->dir = g_path_get_dirname (abs);
+  g_autofree char *base = g_path_get_basename (path);
+  char *dot = strrchr (base, '.');
+  if (dot && dot != base)
+    *dot = '\0';
+  spec->name = g_strdup (base);
+  spec->deadline_ms = 100;
+  spec->frame_rows = 64;
+  spec->idle_spin_us = 50;
+  spec->outputs = g_new0 (char *, 1);
+  spec->stages = g_ptr_array_new_with_free_func ((GDestroyNotify) stage_spec_free);
+
+  LineMap map = {g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL)};
+  g_autoptr (GKeyFile) kf = g_key_file_new ();
+  g_autoptr (GError) local = NULL;
+  g_auto (GStrv) groups = NULL;
+  gboolean ok = FALSE;
+
+  if (!g_utf8_validate (text, (gssize) length, NULL)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX, "%s: not UTF-8 text", path);
+    goto out;
+  }
+  if (!prescan (path, text, length, &map, error))
+    goto out;
+  if (!g_key_file_load_from_data (kf, text, length, G_KEY_FILE_NONE, &local)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX, "%s: syntax error: %s", path,
+                 local->message);
+    goto out;
+  }
+  groups = g_key_file_get_groups (kf, NULL);
+  Ctx c = {path, NULL, &map, kf};
+  for (guint i = 0; groups[i]; i++) {
+    c.group = groups[i];
+    if (strcmp (groups[i], "pipeline") == 0) {
+      if (!parse_pipeline_group (&c, spec, error))
+        goto out;
+    } else if (g_str_has_prefix (groups[i], "stage ")) {
+      const char *name = groups[i] + strlen ("stage ");
+      while (*name == ' ')
+        name++;
+      SedpStageSpec *s = parse_stage_group (&c, name, error);
+      if (s == NULL)
+        goto out;
+      for (guint j = 0; j < spec->stages->len; j++) {
+        SedpStageSpec *o = spec->stages->pdata[j];
+        if (strcmp (o->name, s->name) == 0) {
+          g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                       "%s:%u: [%s]: stage '%s' defined twice (first on line %u)", path, s->line,
+                       groups[i], s->name, o->line);
+          stage_spec_free (s);
+          goto out;
+        }
+      }
+      g_ptr_array_add (spec->stages, s);
+    } else {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
+                   "%s:%u: [%s]: unknown group (expected [pipeline] or [stage NAME])", path,
+                   line_of (&map, groups[i], NULL), groups[i]);
+      goto out;
+    }
+  }
+  ok = TRUE;
+out:
+  g_hash_table_unref (map.lines);
+  return ok ? g_steal_pointer (&spec) : NULL;
+}
+
+SedpPipelineSpec *
+sedp_pipeline_spec_load (const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  g_autoptr (GError) local = NULL;
+  if (!g_file_get_contents (path, &text, &length, &local)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO, "%s: cannot read pipeline file: %s",
+                 path, local->message);
+    return NULL;
+  }
+  return sedp_pipeline_spec_parse (text, length, path, error);
+}
+
+void
+sedp_pipeline_spec_free (SedpPipelineSpec *spec)
+{
+  if (spec == NULL)
+    return;
+  g_free (spec->path);
+  g_free (spec->dir);
+  g_free (spec->name);
+  g_strfreev (spec->outputs);
+  if (spec->stages)
+    g_ptr_array_unref (spec->stages);
+  g_free (spec);
+}

@@ -1,0 +1,54 @@
+/* sedp — the compiled stage graph: plugins resolved, options validated, DAG checked. */
+#pragma once
+
+#include "../dsl/options.h"
+#include "../dsl/spec.h"
+#include "../loader/registry.h"
+
+G_BEGIN_DECLS
+
+/** SedpGraphNode: one stage of a compiled pipeline. */
+typedef struct {
+  guint index;
+  const SedpStageSpec *spec;       /* borrowed from the graph's spec */
+  const SedpPluginInfo *plugin;    /* borrowed from the registry */
+  SedpOptionValues *options;
+  SedpScope scope;
+  guint n_inputs;
+  guint *inputs;                   /* node indexes, in `after` order */
+  guint n_outputs;
+  guint *outputs;                  /* node indexes */
+  guint *output_slots;             /* the input slot of this node at each output */
+} SedpGraphNode;
+
+/** SedpGraph: the checked DAG of a pipeline. */
+typedef struct {
+  SedpPipelineSpec *spec;          /* owned */
+  guint n_nodes;
+  SedpGraphNode *nodes;
+  guint *topo;                     /* node indexes in topological order; topo[0] is the source */
+  guint source;
+  guint n_sinks;
+  guint *sinks;
+} SedpGraph;
+
+/* Resolves every stage's plugin in @registry, validates its options and checks the graph:
+ * unknown stage in `after`, no source, stages unreachable from the source, no sink, cycles,
+ * a source that is not request scope. Takes ownership of @spec (also on error). */
+SEDP_API SedpGraph *sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry,
+                                        GError **error);
+
+SEDP_API void sedp_graph_free (SedpGraph *graph);
+
+/* A readable summary of the compiled graph (stages in topological order). */
+SEDP_API void sedp_graph_describe (const SedpGraph *graph, GString *out);
+
+/* The graph in Graphviz dot. */
+SEDP_API void sedp_graph_write_dot (const SedpGraph *graph, GString *out);
+
+/* Loads, parses and compiles a pipeline file in one step. */
+SEDP_API SedpGraph *sedp_graph_load (const char *path, SedpRegistry *registry, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpGraph, sedp_graph_free)
+
+G_END_DECLS

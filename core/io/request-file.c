@@ -1,0 +1,464 @@
+/* sedp — JSON Lines request files: decoding requests into frames, encoding results. */
+#include "request-file.h"
+
+#include "../runtime/frame-private.h"
+
+#include <gio/gio.h>
+#include <gio/gunixinputstream.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+G_DEFINE_QUARK (sedp-io-error-quark, sedp_io_error)
+
+/* What a feature's values look like over all rows. */
+typedef enum { KIND_NONE, KIND_INT, KIND_FLOAT, KIND_IDLIST, KIND_VECTOR, KIND_STRING } Kind;
+
+typedef struct {
+  const char *name;
+  Kind kind;
+  guint width;        /* KIND_VECTOR */
+  guint first_row;    /* where the kind was first seen, for messages */
+  guint n_values;     /* KIND_IDLIST total */
+} Feature;
+
+static const char *
+kind_name (Kind k)
+{
+  static const char *const names[] = {"nothing", "an integer", "a number", "an array of integers",
+                                      "an array of numbers", "a string"};
+  return names[k];
+}
+
+static gboolean
+is_integer_node (JsonNode *n)
+{
+  return JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_INT64;
+}
+
+static gboolean
+is_number_node (JsonNode *n)
+{
+  GType t = JSON_NODE_HOLDS_VALUE (n) ? json_node_get_value_type (n) : G_TYPE_INVALID;
+  return t == G_TYPE_INT64 || t == G_TYPE_DOUBLE;
+}
+
+/* The kind of one value; KIND_NONE with *why set when it has none we support. */
+static Kind
+kind_of (JsonNode *n, guint *width, guint *n_values, const char **why)
+{
+  if (JSON_NODE_HOLDS_NULL (n))
+    return KIND_NONE;
+  if (JSON_NODE_HOLDS_VALUE (n)) {
+    GType t = json_node_get_value_type (n);
+    if (t == G_TYPE_INT64 || t == G_TYPE_BOOLEAN)
+      return KIND_INT;
+    if (t == G_TYPE_DOUBLE)
+      return KIND_FLOAT;
+    if (t == G_TYPE_STRING)
+      return KIND_STRING;
+  }
+  if (JSON_NODE_HOLDS_ARRAY (n)) {
+    JsonArray *a = json_node_get_array (n);
+    guint len = json_array_get_length (a);
+    gboolean all_int = TRUE;
+    for (guint i = 0; i < len; i++) {
+      JsonNode *e = json_array_get_element (a, i);
+      if (!is_number_node (e)) {
+        *why = "arrays may hold numbers only";
+        return KIND_NONE;
+      }
+      all_int = all_int && is_integer_node (e);
+    }
+    *width = len;
+    *n_values = len;
+    return all_int ? KIND_IDLIST : KIND_VECTOR;
+  }
+  *why = "expected a number, a string, a boolean or an array of numbers";
+  return KIND_NONE;
+}
+
+/* Merges the kind of one more value into @f; FALSE with an error on a conflict. */
+static gboolean
+merge_kind (Feature *f, JsonNode *n, guint row, const char *where, const char *what,
+            GError **error)
+{
+  guint width = 0, n_values = 0;
+  const char *why = NULL;
+  Kind k = kind_of (n, &width, &n_values, &why);
+  if (why) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s[%u].%s: %s", where, what,
+                 row, f->name, why);
+    return FALSE;
+  }
+  if (k == KIND_NONE)
+    return TRUE;
+  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
+    k = KIND_VECTOR; /* [1, 2] among float vectors */
+  if (f->kind == KIND_NONE) {
+    f->kind = k;
+    f->width = width;
+    f->first_row = row;
+  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
+    f->kind = KIND_FLOAT;
+  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
+    /* stays float */
+  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
+    f->kind = KIND_VECTOR;
+  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                 "%s: %s[%u].%s: %s of length %u, but %s[%u] has %s of length %u", where, what,
+                 row, f->name, kind_name (k), MAX (width, 1), what, f->first_row,
+                 kind_name (f->kind), MAX (f->width, 1));
+    return FALSE;
+  }
+  if (k == KIND_IDLIST)
+    f->n_values += n_values;
+  return TRUE;
+}
+
+/* Builds a frame from @n_rows JSON objects (features by name). */
+static SedpFrame *
+frame_from_objects (JsonObject **rows, guint n_rows, const char *where, const char *what,
+                    GError **error)
+{
+  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GArray) features = g_array_new (FALSE, TRUE, sizeof (Feature));
+  for (guint r = 0; r < n_rows; r++) {
+    g_autoptr (GList) members = json_object_get_members (rows[r]);
+    for (GList *l = members; l; l = l->next) {
+      const char *name = l->data;
+      gpointer pos;
+      if (!g_hash_table_lookup_extended (index, name, NULL, &pos)) {
+        Feature f = {.name = name};
+        g_array_append_val (features, f);
+        pos = GUINT_TO_POINTER (features->len - 1);
+        g_hash_table_insert (index, (gpointer) name, pos);
+      }
+      Feature *f = &g_array_index (features, Feature, GPOINTER_TO_UINT (pos));
+      if (!merge_kind (f, json_object_get_member (rows[r], name), r, where, what, error))
+        return NULL;
+    }
+  }
+  SedpFrame *frame = sedp_frame_new (n_rows);
+  for (guint i = 0; i < features->len; i++) {
+    Feature *f = &g_array_index (features, Feature, i);
+    if (f->kind == KIND_NONE)
+      continue;
+    if (f->kind == KIND_IDLIST) {
+      guint32 *offsets;
+      guint64 *values = sedp_column_idlist_data (sedp_frame_add_idlist (frame, f->name, f->n_values), &offsets);
+      guint pos = 0;
+      for (guint r = 0; r < n_rows; r++) {
+        offsets[r] = pos;
+        JsonNode *n = json_object_get_member (rows[r], f->name);
+        if (n && JSON_NODE_HOLDS_ARRAY (n)) {
+          JsonArray *a = json_node_get_array (n);
+          for (guint k = 0; k < json_array_get_length (a); k++)
+            values[pos++] = (guint64) json_array_get_int_element (a, k);
+        }
+      }
+      offsets[n_rows] = pos;
+      continue;
+    }
+    SedpColumnType type = f->kind == KIND_INT      ? SEDP_COLUMN_INT64
+                          : f->kind == KIND_STRING ? SEDP_COLUMN_STRING
+                                                   : SEDP_COLUMN_FLOAT32;
+    guint width = f->kind == KIND_VECTOR ? MAX (f->width, 1) : 1;
+    SedpColumn *col = sedp_frame_add_column (frame, f->name, type, width);
+    for (guint r = 0; r < n_rows; r++) {
+      JsonNode *n = json_object_get_member (rows[r], f->name);
+      if (n == NULL || JSON_NODE_HOLDS_NULL (n))
+        continue;
+      if (type == SEDP_COLUMN_STRING) {
+        sedp_column_set_string (col, r, json_node_get_string (n));
+      } else if (type == SEDP_COLUMN_INT64) {
+        sedp_column_int64_data (col)[r] = json_node_get_value_type (n) == G_TYPE_BOOLEAN
+                                              ? json_node_get_boolean (n)
+                                              : json_node_get_int (n);
+      } else if (f->kind == KIND_VECTOR) {
+        JsonArray *a = json_node_get_array (n);
+        float *dst = sedp_column_float32_data (col) + (gsize) r * width;
+        for (guint k = 0; k < width; k++)
+          dst[k] = (float) json_array_get_double_element (a, k);
+      } else {
+        sedp_column_float32_data (col)[r] = (float) json_node_get_double (n);
+      }
+    }
+  }
+  return frame;
+}
+
+SedpRequest *
+sedp_request_from_json (const char *text, gssize length, const char *where, GError **error)
+{
+  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr (GError) local = NULL;
+  if (!json_parser_load_from_data (parser, text, length, &local)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: invalid JSON: %s", where,
+                 local->message);
+    return NULL;
+  }
+  JsonNode *root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                 "%s: a request must be a JSON object", where);
+    return NULL;
+  }
+  JsonObject *obj = json_node_get_object (root);
+  static const char *const known[] = {"id", "deadline_ms", "user", "items", NULL};
+  g_autoptr (GList) members = json_object_get_members (obj);
+  for (GList *l = members; l; l = l->next)
+    if (!g_strv_contains (known, l->data)) {
+      g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                   "%s: unknown field '%s' (expected id, deadline_ms, user, items)", where,
+                   (const char *) l->data);
+      return NULL;
+    }
+
+  g_autofree char *id = NULL;
+  JsonNode *idn = json_object_get_member (obj, "id");
+  if (idn && JSON_NODE_HOLDS_VALUE (idn) && json_node_get_value_type (idn) == G_TYPE_STRING)
+    id = g_strdup (json_node_get_string (idn));
+  else if (idn && is_integer_node (idn))
+    id = g_strdup_printf ("%" G_GINT64_FORMAT, json_node_get_int (idn));
+  else if (idn) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                 "%s: id: expected a string or an integer", where);
+    return NULL;
+  } else
+    id = g_strdup (where);
+
+  gint64 deadline = 0;
+  JsonNode *dn = json_object_get_member (obj, "deadline_ms");
+  if (dn) {
+    double ms = is_number_node (dn) ? json_node_get_double (dn) : -1;
+    if (!(ms > 0 && ms <= 3600000)) {
+      g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                   "%s: deadline_ms: expected a number of milliseconds from 1 to 3600000", where);
+      return NULL;
+    }
+    deadline = g_get_monotonic_time () + (gint64) (ms * 1000);
+  }
+
+  JsonNode *un = json_object_get_member (obj, "user");
+  if (un && !JSON_NODE_HOLDS_OBJECT (un) && !JSON_NODE_HOLDS_NULL (un)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                 "%s: user: expected an object of features", where);
+    return NULL;
+  }
+  JsonNode *in = json_object_get_member (obj, "items");
+  if (in == NULL || !JSON_NODE_HOLDS_ARRAY (in)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                 "%s: items: expected an array of item objects", where);
+    return NULL;
+  }
+  JsonArray *items = json_node_get_array (in);
+  guint n_items = json_array_get_length (items);
+  g_autofree JsonObject **rows = g_new0 (JsonObject *, MAX (n_items, 1));
+  for (guint i = 0; i < n_items; i++) {
+    JsonNode *e = json_array_get_element (items, i);
+    if (!JSON_NODE_HOLDS_OBJECT (e)) {
+      g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
+                   "%s: items[%u]: expected an object of features", where, i);
+      return NULL;
+    }
+    rows[i] = json_node_get_object (e);
+  }
+  SedpFrame *item_frame = frame_from_objects (rows, n_items, where, "items", error);
+  if (item_frame == NULL)
+    return NULL;
+  SedpFrame *user_frame;
+  if (un && JSON_NODE_HOLDS_OBJECT (un)) {
+    JsonObject *uo = json_node_get_object (un);
+    user_frame = frame_from_objects (&uo, 1, where, "user", error);
+    if (user_frame == NULL) {
+      sedp_frame_unref (item_frame);
+      return NULL;
+    }
+  } else {
+    user_frame = sedp_frame_new (1);
+  }
+  SedpRequest *r = sedp_request_new (id, deadline);
+  sedp_request_set_frames (r, user_frame, item_frame);
+  return r;
+}
+
+static void
+write_value (JsonBuilder *b, const SedpColumn *c, guint row)
+{
+  guint r = sedp_column_is_broadcast (c) ? 0 : row;
+  guint w = sedp_column_get_width (c);
+  switch (sedp_column_get_column_type (c)) {
+  case SEDP_COLUMN_FLOAT32: {
+    const float *v = sedp_column_get_float32 (c) + (gsize) r * w;
+    if (w == 1) {
+      json_builder_add_double_value (b, isfinite (v[0]) ? v[0] : 0.0);
+    } else {
+      json_builder_begin_array (b);
+      for (guint k = 0; k < w; k++)
+        json_builder_add_double_value (b, isfinite (v[k]) ? v[k] : 0.0);
+      json_builder_end_array (b);
+    }
+    break;
+  }
+  case SEDP_COLUMN_INT64:
+  case SEDP_COLUMN_UINT64: {
+    gboolean is_signed = sedp_column_get_column_type (c) == SEDP_COLUMN_INT64;
+    if (w > 1)
+      json_builder_begin_array (b);
+    for (guint k = 0; k < w; k++)
+      json_builder_add_int_value (b, is_signed ? sedp_column_get_int64 (c)[(gsize) r * w + k]
+                                               : (gint64) sedp_column_get_uint64 (c)[(gsize) r * w + k]);
+    if (w > 1)
+      json_builder_end_array (b);
+    break;
+  }
+  case SEDP_COLUMN_IDLIST: {
+    guint n = 0;
+    const guint64 *ids = sedp_column_get_ids (c, r, &n);
+    json_builder_begin_array (b);
+    for (guint k = 0; k < n; k++)
+      json_builder_add_int_value (b, (gint64) ids[k]);
+    json_builder_end_array (b);
+    break;
+  }
+  case SEDP_COLUMN_STRING: {
+    const char *s = sedp_column_get_string (c, r);
+    if (s)
+      json_builder_add_string_value (b, s);
+    else
+      json_builder_add_null_value (b);
+    break;
+  }
+  }
+}
+
+void
+sedp_result_write_json (SedpRequest *request, const char *const *outputs, GString *out)
+{
+  const SedpResult *res = sedp_request_get_result (request);
+  g_return_if_fail (res != NULL);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "id");
+  json_builder_add_string_value (b, sedp_request_get_id (request));
+  json_builder_set_member_name (b, "status");
+  json_builder_add_string_value (b, sedp_status_to_string (sedp_result_get_status (res)));
+  if (sedp_result_get_message (res)) {
+    json_builder_set_member_name (b, "message");
+    json_builder_add_string_value (b, sedp_result_get_message (res));
+  }
+  json_builder_set_member_name (b, "items");
+  json_builder_begin_array (b);
+  gboolean all_float = outputs == NULL || outputs[0] == NULL;
+  for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "status");
+    json_builder_add_string_value (b, sedp_item_status_to_string (sedp_result_get_item_status (res, i)));
+    const char *msg = sedp_result_get_item_message (res, i);
+    if (msg) {
+      json_builder_set_member_name (b, "message");
+      json_builder_add_string_value (b, msg);
+    }
+    guint row = 0;
+    const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+    if (f && sedp_result_get_item_status (res, i) == SEDP_ITEM_SCORED) {
+      for (guint c = 0; c < sedp_frame_get_n_columns (f); c++) {
+        const SedpColumn *col = sedp_frame_get_column_at (f, c);
+        const char *name = sedp_column_get_name (col);
+        if (all_float ? (sedp_column_get_column_type (col) != SEDP_COLUMN_FLOAT32 ||
+                         sedp_column_is_broadcast (col))
+                      : !g_strv_contains (outputs, name))
+          continue;
+        json_builder_set_member_name (b, name);
+        write_value (b, col, row);
+      }
+    }
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  g_autofree char *text = json_generator_to_data (gen, NULL);
+  g_string_append (out, text);
+}
+
+struct _SedpRequestReader {
+  char *path;
+  GInputStream *base;
+  GDataInputStream *data;
+  guint line;
+  goffset size;
+  goffset consumed;
+};
+
+SedpRequestReader *
+sedp_request_reader_open (const char *path, GError **error)
+{
+  SedpRequestReader *rd = g_new0 (SedpRequestReader, 1);
+  rd->path = g_strdup (path);
+  if (strcmp (path, "-") == 0) {
+    rd->base = g_unix_input_stream_new (0, FALSE);
+  } else {
+    g_autoptr (GFile) file = g_file_new_for_path (path);
+    g_autoptr (GError) local = NULL;
+    GFileInputStream *s = g_file_read (file, NULL, &local);
+    if (s == NULL) {
+      g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_OPEN, "%s: cannot open request file: %s",
+                   path, local->message);
+      g_free (rd->path);
+      g_free (rd);
+      return NULL;
+    }
+    g_autoptr (GFileInfo) info = g_file_query_info (file, G_FILE_ATTRIBUTE_STANDARD_SIZE, 0, NULL, NULL);
+    rd->size = info ? g_file_info_get_size (info) : 0;
+    rd->base = G_INPUT_STREAM (s);
+  }
+  rd->data = g_data_input_stream_new (rd->base);
+  g_data_input_stream_set_newline_type (rd->data, G_DATA_STREAM_NEWLINE_TYPE_ANY);
+  return rd;
+}
+
+SedpRequest *
+sedp_request_reader_next (SedpRequestReader *rd, GError **error)
+{
+  for (;;) {
+    gsize len = 0;
+    g_autoptr (GError) local = NULL;
+    g_autofree char *line = g_data_input_stream_read_line (rd->data, &len, NULL, &local);
+    if (line == NULL) {
+      if (local)
+        g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_READ, "%s:%u: read error: %s", rd->path,
+                     rd->line + 1, local->message);
+      return NULL;
+    }
+    rd->line++;
+    rd->consumed += (goffset) len + 1;
+    char *text = g_strstrip (line);
+    if (*text == '\0' || *text == '#')
+      continue;
+    g_autofree char *where = g_strdup_printf ("%s:%u", rd->path, rd->line);
+    return sedp_request_from_json (text, -1, where, error);
+  }
+}
+
+double
+sedp_request_reader_progress (SedpRequestReader *rd)
+{
+  return rd->size > 0 ? MIN (1.0, (double) rd->consumed / (double) rd->size) : 0.0;
+}
+
+void
+sedp_request_reader_close (SedpRequestReader *rd)
+{
+  if (rd == NULL)
+    return;
+  g_object_unref (rd->data);
+  g_object_unref (rd->base);
+  g_free (rd->path);
+  g_free (rd);
+}

@@ -1,0 +1,255 @@
+/* sedp — counters and histograms with lock-free updates. */
+#include "metrics.h"
+
+#include <string.h>
+
+struct _SedpCounter {
+  guint64 value;
+  char *stage;
+  char *name;
+  char *help;
+};
+
+struct _SedpHistogram {
+  char *stage;
+  char *name;
+  char *help;
+  guint n_bounds;
+  double *bounds;
+  guint64 *buckets;  /* n_bounds + 1, not cumulative; the last one is +Inf */
+  guint64 count;
+  guint64 sum_bits;  /* a double, updated by compare-and-swap */
+};
+
+struct _SedpMetrics {
+  GMutex lock;
+  GPtrArray *counters;
+  GPtrArray *histograms;
+};
+
+struct _SedpStats {
+  char *stage;
+  GString *out;
+};
+
+static void
+counter_free (SedpCounter *c)
+{
+  g_free (c->stage);
+  g_free (c->name);
+  g_free (c->help);
+  g_free (c);
+}
+
+static void
+histogram_free (SedpHistogram *h)
+{
+  g_free (h->stage);
+  g_free (h->name);
+  g_free (h->help);
+  g_free (h->bounds);
+  g_free (h->buckets);
+  g_free (h);
+}
+
+SedpMetrics *
+sedp_metrics_new (void)
+{
+  SedpMetrics *m = g_new0 (SedpMetrics, 1);
+  g_mutex_init (&m->lock);
+  m->counters = g_ptr_array_new_with_free_func ((GDestroyNotify) counter_free);
+  m->histograms = g_ptr_array_new_with_free_func ((GDestroyNotify) histogram_free);
+  return m;
+}
+
+void
+sedp_metrics_free (SedpMetrics *m)
+{
+  if (m == NULL)
+    return;
+  g_ptr_array_unref (m->counters);
+  g_ptr_array_unref (m->histograms);
+  g_mutex_clear (&m->lock);
+  g_free (m);
+}
+
+SedpCounter *
+sedp_metrics_counter (SedpMetrics *m, const char *stage, const char *name, const char *help)
+{
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < m->counters->len; i++) {
+    SedpCounter *c = m->counters->pdata[i];
+    if (strcmp (c->stage, stage) == 0 && strcmp (c->name, name) == 0) {
+      g_mutex_unlock (&m->lock);
+      return c;
+    }
+  }
+  SedpCounter *c = g_new0 (SedpCounter, 1);
+  c->stage = g_strdup (stage);
+  c->name = g_strdup (name);
+  c->help = g_strdup (help ? help : "");
+  g_ptr_array_add (m->counters, c);
+  g_mutex_unlock (&m->lock);
+  return c;
+}
+
+SedpHistogram *
+sedp_metrics_histogram (SedpMetrics *m, const char *stage, const char *name, const char *help,
+                        const double *bounds, guint n_bounds)
+{
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < m->histograms->len; i++) {
+    SedpHistogram *h = m->histograms->pdata[i];
+    if (strcmp (h->stage, stage) == 0 && strcmp (h->name, name) == 0) {
+      g_mutex_unlock (&m->lock);
+      return h;
+    }
+  }
+  SedpHistogram *h = g_new0 (SedpHistogram, 1);
+  h->stage = g_strdup (stage);
+  h->name = g_strdup (name);
+  h->help = g_strdup (help ? help : "");
+  h->n_bounds = n_bounds;
+  h->bounds = g_memdup2 (bounds, sizeof (double) * MAX (n_bounds, 1));
+  h->buckets = g_new0 (guint64, (gsize) n_bounds + 1);
+  g_ptr_array_add (m->histograms, h);
+  g_mutex_unlock (&m->lock);
+  return h;
+}
+
+void
+sedp_counter_add (SedpCounter *counter, guint64 value)
+{
+  if (counter)
+    __atomic_add_fetch (&counter->value, value, __ATOMIC_RELAXED);
+}
+
+guint64
+sedp_counter_get (const SedpCounter *counter)
+{
+  g_return_val_if_fail (counter != NULL, 0);
+  return __atomic_load_n (&counter->value, __ATOMIC_RELAXED);
+}
+
+void
+sedp_histogram_observe (SedpHistogram *h, double value)
+{
+  if (h == NULL)
+    return;
+  /* Binary search for the first bound >= value. */
+  guint lo = 0, hi = h->n_bounds;
+  while (lo < hi) {
+    guint mid = (lo + hi) / 2;
+    if (value <= h->bounds[mid])
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  __atomic_add_fetch (&h->buckets[lo], 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&h->count, 1, __ATOMIC_RELAXED);
+  guint64 old = __atomic_load_n (&h->sum_bits, __ATOMIC_RELAXED), next;
+  do {
+    double sum;
+    memcpy (&sum, &old, sizeof sum);
+    sum += value;
+    memcpy (&next, &sum, sizeof sum);
+  } while (!__atomic_compare_exchange_n (&h->sum_bits, &old, next, TRUE, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED));
+}
+
+guint64
+sedp_histogram_get_count (const SedpHistogram *h)
+{
+  g_return_val_if_fail (h != NULL, 0);
+  return __atomic_load_n (&h->count, __ATOMIC_RELAXED);
+}
+
+static double
+histogram_sum (const SedpHistogram *h)
+{
+  guint64 bits = __atomic_load_n (&h->sum_bits, __ATOMIC_RELAXED);
+  double sum;
+  memcpy (&sum, &bits, sizeof sum);
+  return sum;
+}
+
+double
+sedp_histogram_mean (const SedpHistogram *h)
+{
+  guint64 n = sedp_histogram_get_count (h);
+  return n ? histogram_sum (h) / (double) n : 0.0;
+}
+
+double
+sedp_histogram_quantile (const SedpHistogram *h, double q)
+{
+  guint64 n = sedp_histogram_get_count (h), seen = 0;
+  if (n == 0)
+    return 0.0;
+  guint64 want = (guint64) (q * (double) n);
+  if (want == 0)
+    want = 1;
+  for (guint i = 0; i <= h->n_bounds; i++) {
+    seen += __atomic_load_n (&h->buckets[i], __ATOMIC_RELAXED);
+    if (seen >= want)
+      return i < h->n_bounds ? h->bounds[i] : (h->n_bounds ? h->bounds[h->n_bounds - 1] : 0.0);
+  }
+  return h->n_bounds ? h->bounds[h->n_bounds - 1] : 0.0;
+}
+
+void
+sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
+{
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < m->counters->len; i++) {
+    SedpCounter *c = m->counters->pdata[i];
+    g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s counter\n", c->name, c->help,
+                            c->name);
+    g_string_append_printf (out, "sedp_%s{stage=\"%s\"} %" G_GUINT64_FORMAT "\n", c->name,
+                            c->stage, sedp_counter_get (c));
+  }
+  for (guint i = 0; i < m->histograms->len; i++) {
+    SedpHistogram *h = m->histograms->pdata[i];
+    guint64 cum = 0;
+    g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s histogram\n", h->name,
+                            h->help, h->name);
+    for (guint b = 0; b <= h->n_bounds; b++) {
+      cum += __atomic_load_n (&h->buckets[b], __ATOMIC_RELAXED);
+      if (b < h->n_bounds)
+        g_string_append_printf (out, "sedp_%s_bucket{stage=\"%s\",le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+                                h->name, h->stage, h->bounds[b], cum);
+      else
+        g_string_append_printf (out, "sedp_%s_bucket{stage=\"%s\",le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                                h->name, h->stage, cum);
+    }
+    g_string_append_printf (out, "sedp_%s_sum{stage=\"%s\"} %g\nsedp_%s_count{stage=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                            h->name, h->stage, histogram_sum (h), h->name, h->stage,
+                            sedp_histogram_get_count (h));
+  }
+  g_mutex_unlock (&m->lock);
+}
+
+SedpStats *
+sedp_stats_new (const char *stage, GString *out)
+{
+  SedpStats *s = g_new0 (SedpStats, 1);
+  s->stage = g_strdup (stage);
+  s->out = out;
+  return s;
+}
+
+void
+sedp_stats_free (SedpStats *s)
+{
+  if (s == NULL)
+    return;
+  g_free (s->stage);
+  g_free (s);
+}
+
+void
+sedp_stats_add (SedpStats *stats, const char *name, double value)
+{
+  g_return_if_fail (stats != NULL && name != NULL);
+  g_string_append_printf (stats->out, "%s %s %g\n", stats->stage, name, value);
+}

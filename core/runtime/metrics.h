@@ -1,0 +1,35 @@
+/* sedp — the metric registry behind SedpCounter and SedpHistogram. */
+#pragma once
+
+#include <sedp/sedp.h>
+
+/**
+ * SedpMetrics:
+ * All counters and histograms of one pipeline, for the status endpoints and `sedp run` summaries.
+ * Registration takes a lock; updates are lock-free atomics.
+ */
+typedef struct _SedpMetrics SedpMetrics;
+
+SedpMetrics *sedp_metrics_new (void);
+void sedp_metrics_free (SedpMetrics *metrics);
+
+/* Registers (or returns the existing) counter @stage:@name. */
+SedpCounter *sedp_metrics_counter (SedpMetrics *metrics, const char *stage, const char *name,
+                                   const char *help);
+
+/* Registers (or returns the existing) histogram @stage:@name with the given bounds. */
+SedpHistogram *sedp_metrics_histogram (SedpMetrics *metrics, const char *stage, const char *name,
+                                       const char *help, const double *bounds, guint n_bounds);
+
+/* The value at quantile @q (0..1) estimated from the buckets (upper bound of the bucket). */
+double sedp_histogram_quantile (const SedpHistogram *histogram, double q);
+
+/* Mean of the observed values (0 when none). */
+double sedp_histogram_mean (const SedpHistogram *histogram);
+
+/* Appends every metric in Prometheus text format (names prefixed with "sedp_", label stage). */
+void sedp_metrics_write_prometheus (SedpMetrics *metrics, GString *out);
+
+/* Makes a SedpStats collector writing "stage name value" lines into @out. */
+SedpStats *sedp_stats_new (const char *stage, GString *out);
+void sedp_stats_free (SedpStats *stats);

@@ -1,0 +1,139 @@
+/* sedp — the runtime's host API: requests, results and running pipelines. */
+#pragma once
+
+#include "../graph/graph.h"
+#include "metrics.h"
+
+G_BEGIN_DECLS
+
+/** SEDP_RUNTIME_ERROR: errors starting a pipeline. Codes are #SedpRuntimeError. */
+#define SEDP_RUNTIME_ERROR (sedp_runtime_error_quark ())
+SEDP_API GQuark sedp_runtime_error_quark (void);
+
+typedef enum {
+  SEDP_RUNTIME_ERROR_CREATE_FAILED,
+  SEDP_RUNTIME_ERROR_THREAD,
+} SedpRuntimeError;
+
+/**
+ * SedpStatus:
+ * @SEDP_STATUS_OK: every item was scored or shed on purpose.
+ * @SEDP_STATUS_PARTIAL: some items failed; the others were scored (see per-item status).
+ * @SEDP_STATUS_FAILED: the request failed as a whole (a request-scope stage failed, or all items).
+ * @SEDP_STATUS_TIMEOUT: the deadline passed first; items finished by then are in the result.
+ * @SEDP_STATUS_OVERLOADED: refused at entry: the source stage's channel is full.
+ * @SEDP_STATUS_CANCELLED: refused at entry: the pipeline is stopping.
+ */
+typedef enum {
+  SEDP_STATUS_OK = 0,
+  SEDP_STATUS_PARTIAL,
+  SEDP_STATUS_FAILED,
+  SEDP_STATUS_TIMEOUT,
+  SEDP_STATUS_OVERLOADED,
+  SEDP_STATUS_CANCELLED,
+} SedpStatus;
+
+/** SedpItemStatus: what became of one candidate item. PENDING items were not finished (timeout). */
+typedef enum {
+  SEDP_ITEM_PENDING = 0,
+  SEDP_ITEM_SCORED,
+  SEDP_ITEM_DROPPED,
+  SEDP_ITEM_FAILED,
+} SedpItemStatus;
+
+SEDP_API const char *sedp_status_to_string (SedpStatus status);
+SEDP_API const char *sedp_item_status_to_string (SedpItemStatus status);
+
+/**
+ * sedp_request_new:
+ * @id: the request's id (copied)
+ * @deadline: absolute deadline on g_get_monotonic_time()'s clock, or 0 for the pipeline's
+ *   deadline_ms from submission
+ *
+ * Returns: (transfer full): a new request without frames.
+ */
+SEDP_API SedpRequest *sedp_request_new (const char *id, gint64 deadline);
+
+/**
+ * sedp_request_set_frames:
+ * @request_frame: (transfer full) (nullable): the request-scope data (one row), or %NULL for an
+ *   empty one
+ * @items: (transfer full) (nullable): one row per candidate item, or %NULL when the source stage
+ *   decodes the items from the payload
+ */
+SEDP_API void sedp_request_set_frames (SedpRequest *request, SedpFrame *request_frame,
+                                       SedpFrame *items);
+
+/** sedp_request_set_payload: Attaches raw bytes (referenced) for a decoding source stage. */
+SEDP_API void sedp_request_set_payload (SedpRequest *request, GBytes *payload,
+                                        const char *content_type);
+
+SEDP_API SedpRequest *sedp_request_ref (SedpRequest *request);
+SEDP_API void sedp_request_unref (SedpRequest *request);
+
+/** SedpResult: the outcome of a completed request; owned by the request. */
+typedef struct _SedpResult SedpResult;
+
+/* The result, once the completion callback ran (NULL before). */
+SEDP_API const SedpResult *sedp_request_get_result (SedpRequest *request);
+
+SEDP_API SedpStatus sedp_result_get_status (const SedpResult *result);
+/* (nullable) A message naming the stage, for statuses other than OK. */
+SEDP_API const char *sedp_result_get_message (const SedpResult *result);
+SEDP_API guint sedp_result_get_n_items (const SedpResult *result);
+SEDP_API SedpItemStatus sedp_result_get_item_status (const SedpResult *result, guint item);
+SEDP_API const char *sedp_result_get_item_message (const SedpResult *result, guint item);
+/* Where item @item ended in a sink frame: the frame (borrowed) and *@row; NULL if nowhere. */
+SEDP_API const SedpFrame *sedp_result_get_item_frame (const SedpResult *result, guint item,
+                                                      guint *row);
+/* The request-scope frame a request-scope sink produced (borrowed), or NULL. */
+SEDP_API const SedpFrame *sedp_result_get_request_frame (const SedpResult *result);
+/* Microseconds from submission to completion. */
+SEDP_API gint64 sedp_result_get_latency_us (const SedpResult *result);
+
+/**
+ * SedpRequestDone:
+ * Called exactly once per accepted request, from a runtime thread, when it completed (any
+ * status). Keep it short: it runs on a stage worker or the deadline thread.
+ */
+typedef void (*SedpRequestDone) (SedpRequest *request, gpointer user_data);
+
+/**
+ * SedpPipeline:
+ * A running pipeline: one plugin instance per stage, their channels and worker threads (staged
+ * mode), or a pool of run-to-completion threads (sync mode).
+ */
+typedef struct _SedpPipeline SedpPipeline;
+
+/* Creates the plugin instances (create failures name the stage). Takes ownership of @graph. */
+SEDP_API SedpPipeline *sedp_pipeline_new (SedpGraph *graph, GError **error);
+
+/* Starts the worker threads. */
+SEDP_API gboolean sedp_pipeline_start (SedpPipeline *pipeline, GError **error);
+
+/**
+ * sedp_pipeline_submit:
+ * @request: the request (a reference is taken)
+ *
+ * Returns: %SEDP_STATUS_OK when accepted (@done will be called once); OVERLOADED or CANCELLED
+ * when refused (@done is not called).
+ */
+SEDP_API SedpStatus sedp_pipeline_submit (SedpPipeline *pipeline, SedpRequest *request,
+                                          SedpRequestDone done, gpointer user_data);
+
+/* Refuses new requests, waits until every accepted one completed, stops the threads. */
+SEDP_API void sedp_pipeline_stop (SedpPipeline *pipeline);
+
+/* Stops (if needed) and destroys the plugin instances. */
+SEDP_API void sedp_pipeline_free (SedpPipeline *pipeline);
+
+SEDP_API const SedpGraph *sedp_pipeline_get_graph (SedpPipeline *pipeline);
+SEDP_API SedpMetrics *sedp_pipeline_get_metrics (SedpPipeline *pipeline);
+/* Requests accepted and not yet completed. */
+SEDP_API guint sedp_pipeline_get_inflight (SedpPipeline *pipeline);
+/* Total worker threads (staged: sum of parallelism; sync: the pool size). */
+SEDP_API guint sedp_pipeline_get_n_threads (SedpPipeline *pipeline);
+/* Appends every stage's stats callback output ("stage key value" lines). */
+SEDP_API void sedp_pipeline_collect_stats (SedpPipeline *pipeline, GString *out);
+
+G_END_DECLS

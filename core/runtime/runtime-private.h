@@ -1,0 +1,160 @@
+/* sedp — runtime internals shared by the runtime's files. */
+#pragma once
+
+#include "channel.h"
+#include "frame-private.h"
+#include "pipeline.h"
+
+typedef struct _Stage Stage;
+typedef struct _JoinSlot JoinSlot;
+typedef struct _SyncExec SyncExec;
+
+/* Frame kinds: a request frame (one row for the request) or a frame of item rows. */
+enum { FRAME_KIND_REQUEST = 0, FRAME_KIND_ITEMS = 1 };
+
+struct _SedpResult {
+  SedpStatus status;
+  char *message;
+  guint n_items;
+  guint8 *item_status;     /* SedpItemStatus per item */
+  char **item_message;     /* (nullable) per item */
+  GPtrArray *frames;       /* sink frames (refs) */
+  SedpFrame **item_frame;  /* per item: the sink frame holding it (borrowed from frames) */
+  guint *item_row;
+  SedpFrame *request_frame;
+  gint64 latency_us;
+};
+
+struct _SedpRequest {
+  gint ref_count;
+  char *id;
+  gint64 deadline;
+  gint64 submitted_at;
+  GBytes *payload;
+  char *content_type;
+  SedpFrame *request_frame;    /* as submitted */
+  SedpFrame *items;            /* as submitted, or set by the source */
+
+  GMutex lock;                 /* guards everything below and the join slots */
+  GHashTable *data;            /* request-scope plugin data */
+  SedpPipeline *pipeline;      /* while in flight */
+  SedpRequestDone done_cb;
+  gpointer done_data;
+  gint done;                   /* atomic: 1 once completed */
+  gint started;                /* the source ran: items cut, pending set */
+  guint n_items;
+  guint n_frames;
+  SedpFrame **item_frames;     /* the items cut into frames */
+  guint pending;               /* sink arrivals still expected */
+  JoinSlot **joins;            /* per stage, lazily */
+  SedpResult result;
+  gint heap_pos;               /* position in the deadline heap, -1 when not there */
+};
+
+struct _SedpEvent {
+  SedpRequest *request;        /* ref */
+  int frame_index;
+  SedpFrame *frame;            /* ref; NULL for a tombstone (the frame died upstream) */
+  GError *error;
+  gboolean dropped;
+  SedpFrame *items;            /* set by the source stage */
+  guint slot;                  /* input slot at the receiving stage */
+};
+
+struct _SedpStageContext {
+  char *name;
+  SedpScope scope;
+  guint parallelism;
+  guint batch;
+  const SedpOptionValues *options;
+  SedpMetrics *metrics;
+};
+
+struct _Stage {
+  SedpPipeline *pipeline;
+  const SedpGraphNode *node;
+  const SedpStageDescriptor *desc;
+  gpointer instance;
+  SedpStageContext ctx;
+  SedpChannel *channel;        /* staged mode */
+  GThread **threads;
+  guint n_threads;
+  gboolean direct;             /* one input of the same scope: no join needed */
+  guint n_req_inputs;
+  guint n_item_inputs;
+  guint8 *slot_is_item;        /* per input slot: the producer runs at item scope */
+  guint *slot_pos;             /* per input slot: position among inputs of its scope */
+  gboolean is_sink;
+  gboolean is_source;
+  SedpCounter *m_events;
+  SedpCounter *m_expired;
+  SedpCounter *m_failed;
+  SedpCounter *m_dropped;
+  SedpHistogram *m_batch;
+  SedpHistogram *m_latency;
+};
+
+typedef struct _DeadlineQueue DeadlineQueue;
+
+struct _SedpPipeline {
+  SedpGraph *graph;
+  guint n_stages;
+  Stage *stages;
+  SedpMetrics *metrics;
+  SedpMode mode;
+  gint64 deadline_us;
+  guint frame_rows;
+  gint accepting;
+  gint started;
+  gint stopped;
+  GMutex lock;
+  GCond drained;
+  guint inflight;
+  DeadlineQueue *deadlines;
+  /* sync mode */
+  SedpChannel *entry;
+  GThread **sync_threads;
+  guint n_sync_threads;
+  SedpCounter *m_requests;
+  SedpCounter *m_overloaded;
+  SedpCounter *m_timeouts;
+  SedpHistogram *m_request_latency;
+};
+
+/* Per-request join state of one stage (join.c). */
+void sedp_join_slot_free (JoinSlot *slot);
+
+/* Hands @event to @stage's input @event->slot: straight into its channel when no join is
+ * needed, else through the join (which may emit zero or more merged events). @x is the sync
+ * executor, or NULL in staged mode. Takes ownership of @event. */
+void sedp_runtime_deliver (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *event);
+
+/* Puts a ready event on @stage's queue (channel, or the sync executor's list). */
+void sedp_runtime_enqueue (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *event);
+
+/* Join logic: returns the events that became ready (GPtrArray of SedpEvent*), or NULL. */
+GPtrArray *sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *event);
+
+SedpEvent *sedp_event_new (SedpRequest *request, int frame_index, SedpFrame *frame);
+void sedp_event_free (SedpEvent *event);
+
+/* Completion (request.c). */
+void sedp_request_begin (SedpRequest *r, SedpPipeline *p, SedpRequestDone done, gpointer data);
+void sedp_request_complete (SedpRequest *r, SedpStatus status, const char *message);
+/* Records a sink arrival (frame NULL for a tombstone); completes the request on the last. */
+void sedp_request_collect (SedpRequest *r, SedpFrame *frame);
+/* Marks items of @frame (rows that are not live) with their state and message. */
+void sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *stage);
+/* Marks every item of @frame failed (or dropped when @message is NULL). */
+void sedp_request_record_frame (SedpRequest *r, const SedpFrame *frame, SedpItemStatus status,
+                                const char *message);
+/* Cuts the items into frames and sets how many sink arrivals complete the request. */
+void sedp_request_start_items (SedpRequest *r, SedpFrame *items, guint frame_rows,
+                               guint expected_per_frame, guint expected_once);
+gboolean sedp_request_is_done (SedpRequest *r);
+
+/* Deadlines (deadline.c). */
+DeadlineQueue *sedp_deadline_queue_new (void);
+void sedp_deadline_queue_free (DeadlineQueue *q);
+void sedp_deadline_queue_add (DeadlineQueue *q, SedpRequest *r);
+void sedp_deadline_queue_remove (DeadlineQueue *q, SedpRequest *r);

@@ -1,0 +1,9 @@
+/* sedp — the plugin SDK. A stage plugin includes this header and nothing else of sedp. */
+#pragma once
+
+#include <sedp/frame.h>
+#include <sedp/macros.h>
+#include <sedp/metrics.h>
+#include <sedp/request.h>
+#include <sedp/stage.h>
+#include <sedp/version.h>
