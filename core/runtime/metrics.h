@@ -10,26 +10,26 @@
  */
 typedef struct _SedpMetrics SedpMetrics;
 
-SedpMetrics *sedp_metrics_new (void);
-void sedp_metrics_free (SedpMetrics *metrics);
+SEDP_API SedpMetrics *sedp_metrics_new (void);
+SEDP_API void sedp_metrics_free (SedpMetrics *metrics);
 
 /* Registers (or returns the existing) counter @stage:@name. */
-SedpCounter *sedp_metrics_counter (SedpMetrics *metrics, const char *stage, const char *name,
+SEDP_API SedpCounter *sedp_metrics_counter (SedpMetrics *metrics, const char *stage, const char *name,
                                    const char *help);
 
 /* Registers (or returns the existing) histogram @stage:@name with the given bounds. */
-SedpHistogram *sedp_metrics_histogram (SedpMetrics *metrics, const char *stage, const char *name,
+SEDP_API SedpHistogram *sedp_metrics_histogram (SedpMetrics *metrics, const char *stage, const char *name,
                                        const char *help, const double *bounds, guint n_bounds);
 
 /* The value at quantile @q (0..1) estimated from the buckets (upper bound of the bucket). */
-double sedp_histogram_quantile (const SedpHistogram *histogram, double q);
+SEDP_API double sedp_histogram_quantile (const SedpHistogram *histogram, double q);
 
 /* Mean of the observed values (0 when none). */
-double sedp_histogram_mean (const SedpHistogram *histogram);
+SEDP_API double sedp_histogram_mean (const SedpHistogram *histogram);
 
 /* Appends every metric in Prometheus text format (names prefixed with "sedp_", label stage). */
-void sedp_metrics_write_prometheus (SedpMetrics *metrics, GString *out);
+SEDP_API void sedp_metrics_write_prometheus (SedpMetrics *metrics, GString *out);
 
 /* Makes a SedpStats collector writing "stage name value" lines into @out. */
-SedpStats *sedp_stats_new (const char *stage, GString *out);
-void sedp_stats_free (SedpStats *stats);
+SEDP_API SedpStats *sedp_stats_new (const char *stage, GString *out);
+SEDP_API void sedp_stats_free (SedpStats *stats);

@@ -189,12 +189,12 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
   guint live = 0;
   for (guint i = 0; i < n; i++) {
     SedpEvent *ev = evs[i];
-    if (sedp_request_is_done (ev->request)) {
-      sedp_event_free (ev);
-    } else if (now > ev->request->deadline) {
+    if (now > ev->request->deadline) {
       /* Expired at stage entry: dropped; the deadline thread answers the request. */
       sedp_counter_add (s->m_expired, 1);
       sedp_event_free (ev);
+    } else if (sedp_request_is_done (ev->request)) {
+      sedp_event_free (ev); /* the request already failed as a whole */
     } else if (ev->frame == NULL) {
       forward (p, s, ev, x); /* a tombstone passes through for the joins and the sink */
     } else {

@@ -23,10 +23,10 @@ sedp_test_run (void)
 
 /* Asserts that @error is set, in @domain, and that its message contains every string of the
  * NULL-terminated list. */
-#define SEDP_ASSERT_ERROR(error, domain, ...)                                                    \
+#define SEDP_ASSERT_ERROR(error, error_domain, ...)                                                    \
   do {                                                                                           \
     CU_ASSERT_PTR_NOT_NULL_FATAL (error);                                                        \
-    CU_ASSERT_EQUAL ((error)->domain, (domain));                                                 \
+    CU_ASSERT_EQUAL ((error)->domain, (error_domain));                                               \
     const char *const _needles[] = {__VA_ARGS__, NULL};                                          \
     for (guint _i = 0; _needles[_i]; _i++) {                                                     \
       if (strstr ((error)->message, _needles[_i]) == NULL)                                       \
