@@ -82,7 +82,9 @@ sedp_cmd_run (int argc, char **argv)
   GQueue order = G_QUEUE_INIT; /* submitted requests, in input order */
   guint inflight = 0, n_requests = 0, by_status[SEDP_STATUS_CANCELLED + 1] = {0};
   gint64 start = g_get_monotonic_time (), last_progress = start;
-  gboolean show_progress = !quiet && isatty (2);
+  /* Progress on a terminal: a line redrawn twice a second; elsewhere (logs): a line every 10 s. */
+  gboolean tty = isatty (2), show_progress = !quiet;
+  gint64 progress_every = tty ? 500000 : 10000000;
   int status = 0;
   g_autoptr (GString) line = g_string_new (NULL);
 
@@ -129,11 +131,11 @@ sedp_cmd_run (int argc, char **argv)
     }
     FLUSH_HEAD ();
     gint64 now = g_get_monotonic_time ();
-    if (show_progress && now - last_progress > 500000) {
+    if (show_progress && now - last_progress > progress_every) {
       last_progress = now;
       double pct = 100.0 * sedp_request_reader_progress (reader);
-      fprintf (stderr, "\rsedp run: %u requests (%.0f%%), %.0f req/s   ", n_requests, pct,
-               n_requests / ((now - start) / 1e6));
+      fprintf (stderr, "%ssedp run: %u requests (%.0f%%), %.0f req/s%s", tty ? "\r" : "",
+               n_requests, pct, n_requests / ((now - start) / 1e6), tty ? "   " : "\n");
     }
   }
   if (error) {
@@ -151,10 +153,8 @@ sedp_cmd_run (int argc, char **argv)
     fclose (out);
   gint64 elapsed = g_get_monotonic_time () - start;
   if (!quiet) {
-    if (show_progress)
+    if (tty && last_progress != start)
       fprintf (stderr, "\r\033[K");
-    SedpMetrics *m = sedp_pipeline_get_metrics (pipeline);
-    (void) m;
     fprintf (stderr, "sedp run: %u requests in %.2f s (%.0f req/s): %u ok, %u partial, %u failed, "
                      "%u timeout\n",
              n_requests, elapsed / 1e6, n_requests / MAX (elapsed / 1e6, 1e-9),
