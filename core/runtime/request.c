@@ -375,6 +375,11 @@ finish (SedpRequest *r, SedpStatus status, char *message)
 {
   SedpPipeline *p = r->pipeline;
   SedpResult *res = &r->result;
+  if (!r->started && r->items) {
+    /* Ended before the source ran (deadline, failure): every item is reported, as pending. */
+    res->n_items = sedp_frame_get_n_rows (r->items);
+    res->item_status = g_new0 (guint8, MAX (res->n_items, 1));
+  }
   res->status = status;
   res->message = message;
   res->latency_us = g_get_monotonic_time () - r->submitted_at;
