@@ -116,3 +116,29 @@ id_hash (const char *id)
 {
   return (gint64) (g_str_hash (id) & 0x7fffffff);
 }
+
+/* Submits requests "r0" … "r{n-1}" (user_id = i) with @n_items[i] items each, or @items each
+ * when @n_items is NULL. Returns how many were accepted. */
+static inline guint
+submit_numbered (SedpPipeline *p, Collector *c, guint n, const guint *n_items, guint items)
+{
+  guint accepted = 0;
+  for (guint i = 0; i < n; i++) {
+    char id[16];
+    g_snprintf (id, sizeof id, "r%u", i);
+    SedpRequest *r = make_request (id, i, n_items ? n_items[i] : items, 0);
+    accepted += sedp_pipeline_submit (p, r, collector_done, c) == SEDP_STATUS_OK;
+    sedp_request_unref (r);
+  }
+  return accepted;
+}
+
+/* 1, 2, …, n: a different number of items per request. */
+static inline guint *
+ascending_counts (guint n)
+{
+  guint *v = g_new (guint, n);
+  for (guint i = 0; i < n; i++)
+    v[i] = 1 + i;
+  return v;
+}

@@ -69,14 +69,9 @@ test_join_broadcast_concurrent (void)
   Collector c;
   collector_init (&c);
   GRand *rng = g_rand_new_with_seed (7);
-  for (guint i = 0; i < n; i++) {
+  for (guint i = 0; i < n; i++)
     n_items[i] = (guint) g_rand_int_range (rng, 1, 61);
-    char id[16];
-    g_snprintf (id, sizeof id, "r%u", i);
-    SedpRequest *r = make_request (id, i, n_items[i], 0);
-    CU_ASSERT_EQUAL (sedp_pipeline_submit (p, r, collector_done, &c), SEDP_STATUS_OK);
-    sedp_request_unref (r);
-  }
+  CU_ASSERT_EQUAL (submit_numbered (p, &c, n, n_items, 0), n);
   CU_ASSERT_EQUAL (collector_wait (&c, n, 60), n);
   check_joined (&c, n, n_items);
   g_rand_free (rng);
@@ -94,13 +89,8 @@ test_gather (void)
   Collector c;
   collector_init (&c);
   const guint n = 40;
-  for (guint i = 0; i < n; i++) {
-    char id[16];
-    g_snprintf (id, sizeof id, "r%u", i);
-    SedpRequest *r = make_request (id, i, 1 + i, 0);
-    sedp_pipeline_submit (p, r, collector_done, &c);
-    sedp_request_unref (r);
-  }
+  g_autofree guint *counts = ascending_counts (n);
+  submit_numbered (p, &c, n, counts, 0);
   CU_ASSERT_EQUAL_FATAL (collector_wait (&c, n, 60), n);
   for (guint k = 0; k < n; k++) {
     const SedpResult *res = result_of (&c, k);
@@ -135,13 +125,7 @@ test_join_with_shed_rows (void)
   SedpPipeline *p = start_pipeline (text);
   Collector c;
   collector_init (&c);
-  for (guint i = 0; i < 20; i++) {
-    char id[16];
-    g_snprintf (id, sizeof id, "r%u", i);
-    SedpRequest *r = make_request (id, i, 12, 0);
-    sedp_pipeline_submit (p, r, collector_done, &c);
-    sedp_request_unref (r);
-  }
+  submit_numbered (p, &c, 20, NULL, 12);
   CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 20, 30), 20);
   for (guint k = 0; k < 20; k++) {
     const SedpResult *res = result_of (&c, k);
@@ -280,13 +264,7 @@ test_batch_error_isolated (void)
   SedpPipeline *p = start_pipeline (text);
   Collector c;
   collector_init (&c);
-  for (guint i = 0; i < 20; i++) {
-    char id[16];
-    g_snprintf (id, sizeof id, "r%u", i);
-    SedpRequest *r = make_request (id, i, 5, 0);
-    sedp_pipeline_submit (p, r, collector_done, &c);
-    sedp_request_unref (r);
-  }
+  submit_numbered (p, &c, 20, NULL, 5);
   CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 20, 30), 20);
   for (guint k = 0; k < 20; k++) {
     SedpRequest *r = c.done->pdata[k];
@@ -479,13 +457,8 @@ run_scores (const char *mode, GHashTable *scores)
   CU_ASSERT_EQUAL (sedp_pipeline_get_n_threads (p), 5);
   Collector c;
   collector_init (&c);
-  for (guint i = 0; i < 30; i++) {
-    char id[16];
-    g_snprintf (id, sizeof id, "r%u", i);
-    SedpRequest *r = make_request (id, i, 1 + i, 0);
-    CU_ASSERT_EQUAL (sedp_pipeline_submit (p, r, collector_done, &c), SEDP_STATUS_OK);
-    sedp_request_unref (r);
-  }
+  g_autofree guint *counts = ascending_counts (30);
+  CU_ASSERT_EQUAL (submit_numbered (p, &c, 30, counts, 0), 30);
   CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 30, 30), 30);
   for (guint k = 0; k < 30; k++) {
     SedpRequest *r = c.done->pdata[k];
