@@ -31,8 +31,11 @@ prescan (const char *path, const char *text, gsize length, LineMap *map, GError 
       continue;
     if (*line == '[') {
       char *end = strrchr (line, ']');
-      if (end == NULL)
-        continue; /* GKeyFile reports the syntax error */
+      if (end == NULL) {
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX,
+                     "%s:%u: syntax error: group header '%s' lacks ']'", path, no, line);
+        return FALSE;
+      }
       g_free (group);
       group = g_strndup (line + 1, (gsize) (end - line - 1));
       if (g_hash_table_contains (map->lines, group)) {
@@ -45,8 +48,20 @@ prescan (const char *path, const char *text, gsize length, LineMap *map, GError 
       continue;
     }
     char *eq = strchr (line, '=');
-    if (eq == NULL || group == NULL)
-      continue;
+    if (eq == NULL) {
+      if (group)
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX,
+                     "%s:%u: [%s]: syntax error: '%s' is not KEY = VALUE", path, no, group, line);
+      else
+        g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX,
+                     "%s:%u: syntax error: '%s' is not KEY = VALUE", path, no, line);
+      return FALSE;
+    }
+    if (group == NULL) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SYNTAX,
+                   "%s:%u: syntax error: '%s' comes before the first [group]", path, no, line);
+      return FALSE;
+    }
     g_autofree char *key = g_strstrip (g_strndup (line, (gsize) (eq - line)));
     g_autofree char *k = g_strconcat (group, "\n", key, NULL);
     if (g_hash_table_contains (map->lines, k)) {
@@ -248,6 +263,8 @@ stage_spec_free (SedpStageSpec *s)
   g_strfreev (s->option_keys);
   g_strfreev (s->option_values);
   g_free (s->option_lines);
+  if (s->key_lines)
+    g_hash_table_unref (s->key_lines);
   g_free (s);
 }
 
@@ -260,6 +277,7 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   SedpStageSpec *s = g_new0 (SedpStageSpec, 1);
   s->name = g_strdup (name);
   s->line = line_of (c->map, c->group, NULL);
+  s->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->parallelism = 1;
   s->batch = 1;
   s->batch_timeout_us = 0;
@@ -309,6 +327,10 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
     goto fail;
 
   keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
+  for (guint i = 0; keys && keys[i]; i++)
+    if (g_strv_contains (stage_keys, keys[i]))
+      g_hash_table_insert (s->key_lines, g_strdup (keys[i]),
+                           GUINT_TO_POINTER (line_of (c->map, c->group, keys[i])));
   GPtrArray *ok = g_ptr_array_new (), *ov = g_ptr_array_new ();
   GArray *ol = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; keys && keys[i]; i++) {
@@ -344,6 +366,9 @@ sedp_stage_spec_key_line (const SedpStageSpec *stage, const char *key)
   for (guint i = 0; stage->option_keys && stage->option_keys[i]; i++)
     if (strcmp (stage->option_keys[i], key) == 0)
       return stage->option_lines[i];
+  gpointer line;
+  if (stage->key_lines && g_hash_table_lookup_extended (stage->key_lines, key, NULL, &line))
+    return GPOINTER_TO_UINT (line);
   return stage->line;
 }
 

@@ -52,6 +52,7 @@ typedef struct {
   char **option_values;
   guint *option_lines;
   guint line;              /* line of the group header */
+  GHashTable *key_lines;   /* runtime keys (plugin, after, scope, ...) -> their lines */
 } SedpStageSpec;
 
 /** SedpPipelineSpec: a parsed pipeline file. */

@@ -223,7 +223,7 @@ sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry, GError **err
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_SCOPE,
                    "%s:%u: [stage %s] scope: the source stage runs once per request; set scope = "
                    "request",
-                   path, node->spec->line, node->spec->name);
+                   path, sedp_stage_spec_key_line (node->spec, "scope"), node->spec->name);
       return NULL;
     }
     node->options = sedp_option_values_parse (node->plugin->desc->options, node->spec, path,

@@ -12,6 +12,7 @@ typedef struct {
   char *dir;        /* the search folder it was found under */
   GError *error;    /* set for modules that are not usable plugins */
   char *stem;       /* file name without "lib" and ".so", to match broken modules by name */
+  gboolean by_path; /* opened by a lookup with a module path: not on the search path */
 } Module;
 
 struct _SedpRegistry {
@@ -152,8 +153,14 @@ sedp_registry_new (const char *const *dirs)
   reg->modules = g_ptr_array_new_with_free_func ((GDestroyNotify) module_free);
   reg->broken = g_ptr_array_new_with_free_func (g_free);
   reg->path_text = g_strjoinv (G_SEARCHPATH_SEPARATOR_S, (char **) dirs);
+  g_autoptr (GHashTable) scanned = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; dirs && dirs[i]; i++) {
-    g_autofree char *abs = g_canonicalize_filename (dirs[i], NULL);
+    char *abs = g_canonicalize_filename (dirs[i], NULL);
+    if (g_hash_table_contains (scanned, abs)) {
+      g_free (abs); /* a folder named twice on the path counts at its first place */
+      continue;
+    }
+    g_hash_table_add (scanned, abs);
     scan_dir (reg, abs, abs, 0);
   }
   return reg;
@@ -195,6 +202,7 @@ lookup_file (SedpRegistry *reg, const char *file, const char *base_dir, GError *
   }
   Module *m = g_new0 (Module, 1);
   m->dir = g_path_get_dirname (path);
+  m->by_path = TRUE;
   module_open (m, path);
   g_ptr_array_add (reg->modules, m);
   if (m->error) {
@@ -214,6 +222,8 @@ sedp_registry_lookup (SedpRegistry *reg, const char *name, const char *base_dir,
   Module *found = NULL, *broken = NULL;
   for (guint i = 0; i < reg->modules->len; i++) {
     Module *m = reg->modules->pdata[i];
+    if (m->by_path)
+      continue;
     if (m->error) {
       if (broken == NULL && strcmp (m->stem, name) == 0)
         broken = m;
@@ -256,7 +266,7 @@ sedp_registry_list (SedpRegistry *reg)
   g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint i = 0; i < reg->modules->len; i++) {
     Module *m = reg->modules->pdata[i];
-    if (m->error || g_hash_table_contains (seen, m->info.name))
+    if (m->error || m->by_path || g_hash_table_contains (seen, m->info.name))
       continue;
     g_hash_table_add (seen, m->info.name);
     g_ptr_array_add (out, &m->info);

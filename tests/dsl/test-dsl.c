@@ -67,9 +67,8 @@ test_syntax_error (void)
                     "this line has no equals sign");
 }
 
-/* KNOWN CORE BUG (expected to fail until fixed): a line that is not KEY = VALUE is reported
- * with GKeyFile's message only, without the line number or the group it is in, unlike every
- * other DSL error ("FILE:LINE: [GROUP] KEY: ..."). See the report for the proposed patch. */
+/* Regression: a line that is not KEY = VALUE is reported like every other DSL error, with
+ * the file, line and group ("FILE:LINE: [GROUP]: ..."), not with GKeyFile's bare message. */
 static void
 test_syntax_error_names_line_and_group (void)
 {
@@ -256,10 +255,8 @@ test_stage_twice_in_after (void)
                     "'reader' listed twice");
 }
 
-/* KNOWN CORE BUG (expected to fail until fixed): errors about the runtime keys `after`,
- * `plugin` and `scope` of a stage report the line of the [stage NAME] header instead of the
- * key's own line, because sedp_stage_spec_key_line() only knows the lines of plugin options.
- * See the report for the proposed patch. */
+/* Regression: errors about the runtime keys `after`, `plugin` and `scope` of a stage name the
+ * key's own line, not the line of the [stage NAME] header. */
 static void
 test_graph_errors_point_at_key_line (void)
 {
@@ -763,10 +760,8 @@ main (void)
     CU_TestFunc fn;
   } tests[] = {
 #define T(f) {#f, f}
-/* Tests of known core bugs: they fail until the core is fixed (see the comment at each). */
-#define K(f) {"KNOWN_CORE_BUG " #f, f}
     T (test_syntax_error),
-    K (test_syntax_error_names_line_and_group),
+    T (test_syntax_error_names_line_and_group),
     T (test_syntax_key_before_group),
     T (test_unknown_group),
     T (test_bad_stage_name),
@@ -790,7 +785,7 @@ main (void)
     T (test_unknown_plugin),
     T (test_unknown_stage_in_after),
     T (test_stage_twice_in_after),
-    K (test_graph_errors_point_at_key_line),
+    T (test_graph_errors_point_at_key_line),
     T (test_cycle),
     T (test_unreachable),
     T (test_no_source),
@@ -812,7 +807,6 @@ main (void)
     T (test_sinks),
     T (test_write_dot),
 #undef T
-#undef K
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
     if (CU_add_test (s, tests[i].name, tests[i].fn) == NULL)

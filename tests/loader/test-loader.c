@@ -226,10 +226,9 @@ test_shadowing (void)
   }
 }
 
-/* KNOWN CORE BUG (expected to fail until fixed): a folder that appears twice on the search path
- * (SEDP_PLUGIN_PATH naming the installed folder, which the default path appends again, or a
- * repeated entry) makes every plugin in it a "duplicate" of itself, so no plugin of that folder
- * can be looked up. See the report for the proposed patch. */
+/* Regression: a folder that appears twice on the search path (SEDP_PLUGIN_PATH naming the
+ * installed folder, which the default path appends again, or a repeated entry) is scanned once,
+ * so its plugins are not "duplicates" of themselves. */
 static void
 test_same_folder_twice (void)
 {
@@ -285,10 +284,9 @@ test_lookup_by_path (void)
   ASSERT_GERROR (error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_ABI_MISMATCH, abi);
 }
 
-/* KNOWN CORE BUG (expected to fail until fixed): a module opened by its path is appended to the
- * registry's modules and from then on is found by its plain name, and listed, although it is not
- * on the search path: whether `plugin = path_probe` resolves depends on whether an earlier stage
- * (or an earlier pipeline sharing the registry) named the module by path. See the report. */
+/* Regression: a module opened by its path is not found by its plain name afterwards, nor
+ * listed, since it is not on the search path (name lookups must not depend on which stage
+ * named a module by path first). */
 static void
 test_path_lookup_does_not_extend_search_path (void)
 {
@@ -456,8 +454,6 @@ main (void)
     CU_TestFunc fn;
   } tests[] = {
 #define T(f) {#f, f}
-/* Tests of known core bugs: they fail until the core is fixed (see the comment at each). */
-#define K(f) {"KNOWN_CORE_BUG " #f, f}
     T (test_not_found),
     T (test_not_found_missing_folder),
     T (test_not_a_plugin),
@@ -467,16 +463,15 @@ main (void)
     T (test_invalid_descriptor),
     T (test_duplicate_name),
     T (test_shadowing),
-    K (test_same_folder_twice),
+    T (test_same_folder_twice),
     T (test_lookup_by_path),
-    K (test_path_lookup_does_not_extend_search_path),
+    T (test_path_lookup_does_not_extend_search_path),
     T (test_pipeline_plugin_path),
     T (test_failing_create),
     T (test_create_ok_control),
     T (test_list_sorted_unique),
     T (test_default_path),
 #undef T
-#undef K
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
     if (CU_add_test (s, tests[i].name, tests[i].fn) == NULL)
