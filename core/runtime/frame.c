@@ -425,6 +425,13 @@ sedp_frame_remove_column (SedpFrame *frame, const char *name)
   return TRUE;
 }
 
+gboolean
+sedp_frame_has_item_rows (const SedpFrame *frame)
+{
+  g_return_val_if_fail (frame != NULL, FALSE);
+  return frame->kind == 1; /* FRAME_KIND_ITEMS */
+}
+
 guint
 sedp_frame_get_item_index (const SedpFrame *frame, guint row)
 {

@@ -1,5 +1,6 @@
 /* sedp — fan-in: matching events of one request by frame, broadcasting request-scope results
- * into item frames, and gathering item frames for request-scope stages.
+ * into item frames, gathering item frames for request-scope stages, and scattering a gathered
+ * frame back into item frames.
  *
  * The join state of a stage lives in the request (one slot per stage), so it needs no global
  * table and disappears with the request, whatever way the request ends. */
@@ -11,13 +12,15 @@ struct _JoinSlot {
   guint n_frames;
   guint req_arrived;
   SedpFrame **req_frames;  /* [n_req] */
-  SedpFrame *merged;       /* the merged request-scope input, once all arrived */
+  SedpFrame *merged;       /* the request-scope inputs that hold the request row, merged */
   SedpFrame *broadcast;    /* the same, flagged broadcast (item-scope stages) */
+  SedpFrame *gathered;     /* request-scope inputs that hold item rows (a gather upstream) */
+  guint *scatter_start;    /* [n_frames + 1]: gathered rows of frame j are scatter_rows[start..] */
+  guint32 *scatter_rows;
   SedpFrame **items;       /* [n_frames × n_item]; NULL entries are tombstones */
   guint16 *item_arrived;   /* [n_frames] */
   guint8 *emitted;         /* [n_frames] */
-  guint gathered;          /* item events arrived (request-scope stages) */
-  gboolean done;           /* request-scope stages: emitted */
+  guint gathered_events;   /* item events arrived (request-scope stages) */
 };
 
 void
@@ -31,10 +34,11 @@ sedp_join_slot_free (JoinSlot *s)
   for (guint i = 0; i < s->n_frames * s->n_item; i++)
     if (s->items[i])
       sedp_frame_unref (s->items[i]);
-  if (s->merged)
-    sedp_frame_unref (s->merged);
-  if (s->broadcast)
-    sedp_frame_unref (s->broadcast);
+  g_clear_pointer (&s->merged, sedp_frame_unref);
+  g_clear_pointer (&s->broadcast, sedp_frame_unref);
+  g_clear_pointer (&s->gathered, sedp_frame_unref);
+  g_free (s->scatter_start);
+  g_free (s->scatter_rows);
   g_free (s->req_frames);
   g_free (s->items);
   g_free (s->item_arrived);
@@ -60,8 +64,8 @@ slot_get (SedpRequest *r, Stage *stage)
   return s;
 }
 
-/* Joins item frames of the same frame index from several branches: rows are matched by item,
- * so that rows shed in one branch are left out. NULL when no row is left. */
+/* Joins frames of item rows from several branches: rows are matched by item, so that rows shed
+ * in one branch are left out. */
 static SedpFrame *
 merge_item_frames (SedpFrame *const *frames, guint n)
 {
@@ -90,6 +94,43 @@ merge_request_frames (SedpFrame *const *frames, guint n)
   return out;
 }
 
+/* All request-scope inputs are in: merges those holding the request row, and those holding item
+ * rows (gathered upstream), which item-scope stages get back cut by frame. */
+static void
+merge_request_inputs (JoinSlot *s, guint frame_rows)
+{
+  SedpFrame *plain[s->n_req], *items[s->n_req];
+  guint n_plain = 0, n_items = 0;
+  for (guint k = 0; k < s->n_req; k++) {
+    if (sedp_frame_get_kind (s->req_frames[k]) == FRAME_KIND_ITEMS)
+      items[n_items++] = s->req_frames[k];
+    else
+      plain[n_plain++] = s->req_frames[k];
+  }
+  if (n_plain)
+    s->merged = merge_request_frames (plain, n_plain);
+  if (n_items == 0)
+    return;
+  s->gathered = merge_item_frames (items, n_items);
+  /* Rows by frame: counting sort on item / frame_rows. */
+  guint n = sedp_frame_get_n_rows (s->gathered);
+  s->scatter_start = g_new0 (guint, s->n_frames + 1);
+  s->scatter_rows = g_new (guint32, MAX (n, 1));
+  for (guint row = 0; row < n; row++) {
+    guint j = sedp_frame_get_item_index (s->gathered, row) / frame_rows;
+    if (j < s->n_frames)
+      s->scatter_start[j + 1]++;
+  }
+  for (guint j = 0; j < s->n_frames; j++)
+    s->scatter_start[j + 1] += s->scatter_start[j];
+  g_autofree guint *fill = g_memdup2 (s->scatter_start, sizeof (guint) * s->n_frames);
+  for (guint row = 0; row < n; row++) {
+    guint j = sedp_frame_get_item_index (s->gathered, row) / frame_rows;
+    if (j < s->n_frames)
+      s->scatter_rows[fill[j]++] = row;
+  }
+}
+
 static void
 emit (GPtrArray **out, SedpRequest *r, int frame_index, SedpFrame *frame)
 {
@@ -98,27 +139,36 @@ emit (GPtrArray **out, SedpRequest *r, int frame_index, SedpFrame *frame)
   g_ptr_array_add (*out, sedp_event_new (r, frame_index, frame));
 }
 
-/* Item-scope stage: frame @j is complete; builds its event (tombstone if a branch lost it). */
+/* Item-scope stage: frame @j is complete; builds its event (a tombstone when no row is left). */
 static void
 emit_item (GPtrArray **out, SedpRequest *r, JoinSlot *s, guint j)
 {
   s->emitted[j] = 1;
-  SedpFrame *frame = NULL;
-  if (s->n_item == 0) {
-    frame = sedp_frame_copy_shallow (r->item_frames[j]);
-  } else {
-    SedpFrame **row = s->items + (gsize) j * s->n_item;
-    gboolean dead = FALSE;
-    for (guint k = 0; k < s->n_item; k++)
-      dead = dead || row[k] == NULL;
-    if (!dead) {
-      frame = merge_item_frames (row, s->n_item);
-      if (frame->n_rows == 0)
-        g_clear_pointer (&frame, sedp_frame_unref);
-    }
-    for (guint k = 0; k < s->n_item; k++)
-      g_clear_pointer (&row[k], sedp_frame_unref);
+  SedpFrame *parts[s->n_item + 1];
+  guint n_parts = 0;
+  gboolean dead = FALSE;
+  if (s->gathered) {
+    guint start = s->scatter_start[j], n = s->scatter_start[j + 1] - start;
+    parts[n_parts++] = sedp_frame_select_rows (s->gathered, s->scatter_rows + start, n);
+    dead = n == 0;
   }
+  SedpFrame **row = s->items + (gsize) j * s->n_item;
+  for (guint k = 0; k < s->n_item; k++) {
+    if (row[k])
+      parts[n_parts++] = row[k];
+    else
+      dead = TRUE;
+    row[k] = NULL;
+  }
+  SedpFrame *frame = NULL;
+  if (n_parts == 0 && !dead)
+    frame = sedp_frame_copy_shallow (r->item_frames[j]); /* request-scope inputs only */
+  else if (!dead)
+    frame = merge_item_frames (parts, n_parts);
+  for (guint k = 0; k < n_parts; k++)
+    sedp_frame_unref (parts[k]);
+  if (frame && sedp_frame_get_n_rows (frame) == 0)
+    g_clear_pointer (&frame, sedp_frame_unref);
   if (frame && s->broadcast)
     sedp_frame_add_broadcast (frame, s->broadcast);
   emit (out, r, (int) j, frame);
@@ -128,23 +178,24 @@ emit_item (GPtrArray **out, SedpRequest *r, JoinSlot *s, guint j)
 static void
 emit_gathered (GPtrArray **out, SedpRequest *r, JoinSlot *s)
 {
-  s->done = TRUE;
+  SedpFrame *parts[s->n_item + 1];
+  guint n_parts = 0;
+  for (guint k = 0; k < s->n_item; k++) {
+    g_autoptr (GPtrArray) live = g_ptr_array_new ();
+    for (guint j = 0; j < s->n_frames; j++)
+      if (s->items[(gsize) j * s->n_item + k])
+        g_ptr_array_add (live, s->items[(gsize) j * s->n_item + k]);
+    parts[n_parts++] = sedp_frame_concat ((SedpFrame *const *) live->pdata, live->len);
+  }
+  if (s->gathered)
+    parts[n_parts++] = sedp_frame_ref (s->gathered);
   SedpFrame *frame;
-  if (s->n_item == 0) {
-    frame = s->merged;
-    s->merged = NULL;
+  if (n_parts == 0) {
+    frame = g_steal_pointer (&s->merged);
   } else {
-    SedpFrame *per_input[s->n_item];
-    for (guint k = 0; k < s->n_item; k++) {
-      g_autoptr (GPtrArray) live = g_ptr_array_new ();
-      for (guint j = 0; j < s->n_frames; j++)
-        if (s->items[(gsize) j * s->n_item + k])
-          g_ptr_array_add (live, s->items[(gsize) j * s->n_item + k]);
-      per_input[k] = sedp_frame_concat ((SedpFrame *const *) live->pdata, live->len);
-    }
-    frame = merge_item_frames (per_input, s->n_item);
-    for (guint k = 0; k < s->n_item; k++)
-      sedp_frame_unref (per_input[k]);
+    frame = merge_item_frames (parts, n_parts);
+    for (guint k = 0; k < n_parts; k++)
+      sedp_frame_unref (parts[k]);
     if (s->merged)
       sedp_frame_add_broadcast (frame, s->merged);
   }
@@ -154,7 +205,6 @@ emit_gathered (GPtrArray **out, SedpRequest *r, JoinSlot *s)
 GPtrArray *
 sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *ev)
 {
-  (void) p;
   SedpRequest *r = ev->request;
   GPtrArray *out = NULL;
   g_mutex_lock (&r->lock);
@@ -167,33 +217,33 @@ sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *ev)
   guint pos = stage->slot_pos[ev->slot];
   gboolean from_item = stage->slot_is_item[ev->slot];
   gboolean to_item = stage->node->scope == SEDP_SCOPE_ITEM;
+  guint item_events = s->n_frames * s->n_item;
 
   if (!from_item) {
-    s->req_frames[pos] = ev->frame;
-    ev->frame = NULL;
+    s->req_frames[pos] = g_steal_pointer (&ev->frame);
     if (++s->req_arrived == s->n_req) {
-      s->merged = merge_request_frames (s->req_frames, s->n_req);
+      merge_request_inputs (s, p->frame_rows);
       if (to_item) {
-        s->broadcast = sedp_frame_to_broadcast (s->merged);
+        if (s->merged)
+          s->broadcast = sedp_frame_to_broadcast (s->merged);
         for (guint j = 0; j < s->n_frames; j++)
           if (!s->emitted[j] && s->item_arrived[j] == s->n_item)
             emit_item (&out, r, s, j);
-      } else if (s->gathered == s->n_frames * s->n_item) {
+      } else if (s->gathered_events == item_events) {
         emit_gathered (&out, r, s);
       }
     }
   } else {
     guint j = (guint) ev->frame_index;
     if (j < s->n_frames) {
-      s->items[(gsize) j * s->n_item + pos] = ev->frame;
-      ev->frame = NULL;
+      s->items[(gsize) j * s->n_item + pos] = g_steal_pointer (&ev->frame);
       s->item_arrived[j]++;
-      s->gathered++;
+      s->gathered_events++;
       gboolean req_ready = s->req_arrived == s->n_req;
       if (to_item) {
         if (req_ready && s->item_arrived[j] == s->n_item)
           emit_item (&out, r, s, j);
-      } else if (req_ready && s->gathered == s->n_frames * s->n_item) {
+      } else if (req_ready && s->gathered_events == item_events) {
         emit_gathered (&out, r, s);
       }
     }

@@ -102,9 +102,9 @@ fault_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
       sedp_event_drop (ev);
       continue;
     }
-    if (sedp_event_get_frame_index (ev) == SEDP_FRAME_INDEX_REQUEST)
-      continue;
     SedpFrame *frame = sedp_event_get_frame (ev);
+    if (!sedp_frame_has_item_rows (frame))
+      continue;
     for (guint r = 0; r < sedp_frame_get_n_rows (frame); r++) {
       gpointer key = GUINT_TO_POINTER (sedp_frame_get_item_index (frame, r) + 1);
       if (g_hash_table_contains (f->fail_items, key)) {

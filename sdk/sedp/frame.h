@@ -262,6 +262,19 @@ SEDP_API SedpColumn *sedp_frame_edit_column (SedpFrame *frame, const char *name,
 SEDP_API gboolean sedp_frame_remove_column (SedpFrame *frame, const char *name);
 
 /**
+ * sedp_frame_has_item_rows:
+ *
+ * Whether the rows of @frame are candidate items: %TRUE for item frames and for the frame a
+ * request-scope stage gets when item frames were gathered for it (one row per item); %FALSE for
+ * a request frame, whose single row stands for the request. Row operations such as
+ * sedp_frame_drop_row() shed items only on frames with item rows; on a request frame they shed
+ * or fail the whole request.
+ *
+ * Returns: %TRUE if the rows of @frame are items.
+ */
+SEDP_API gboolean sedp_frame_has_item_rows (const SedpFrame *frame);
+
+/**
  * sedp_frame_get_item_index:
  * Returns: the index in the request's item list of @row (0 for the request frame).
  */

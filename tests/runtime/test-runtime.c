@@ -14,6 +14,12 @@ find_seq (SedpRequest *r)
   return (guint) g_ascii_strtoull (sedp_request_get_id (r) + 1, NULL, 10);
 }
 
+static guint64
+counter_value (SedpPipeline *p, const char *stage, const char *name)
+{
+  return sedp_counter_get (sedp_metrics_counter (sedp_pipeline_get_metrics (p), stage, name, NULL));
+}
+
 /* ---- joins ---- */
 
 static const char *join_pipeline =
@@ -148,6 +154,49 @@ test_join_with_shed_rows (void)
   collector_clear (&c);
 }
 
+/* A request-scope stage that sees all items (gathered) sheds some; the item stages after it get
+ * its frame back cut by frame, without the shed rows, with its per-item columns. */
+static void
+test_gather_shed_scatter (void)
+{
+  const char *text = "[pipeline]\nframe_rows = 4\n"
+                     "[stage reader]\nplugin = passthrough\nscope = request\n"
+                     "[stage items]\nplugin = stamp\nafter = reader\nparallelism = 2\ndelay_us = 200\n"
+                     "[stage rank]\nplugin = stamp\nafter = items\nscope = request\n"
+                     "[stage shed]\nplugin = fault_injector\nafter = rank\nscope = request\n"
+                     "drop_items = 3, 5, 8, 9, 10, 11\n"
+                     "[stage final]\nplugin = stamp\nafter = shed\nparallelism = 2\n";
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  CU_ASSERT_EQUAL (submit_numbered (p, &c, 10, NULL, 14), 10);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 10, 30), 10);
+  for (guint k = 0; k < 10; k++) {
+    const SedpResult *res = result_of (&c, k);
+    CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+    for (guint i = 0; i < 14; i++) {
+      gboolean shed = i == 3 || i == 5 || (i >= 8 && i <= 11);
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i), shed ? SEDP_ITEM_DROPPED : SEDP_ITEM_SCORED);
+      if (shed) {
+        CU_ASSERT_PTR_NULL (f);
+        continue;
+      }
+      CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+      CU_ASSERT_EQUAL (int_at (f, "final_item", row), i);
+      CU_ASSERT_EQUAL (int_at (f, "rank_item", row), i);  /* per item, not broadcast */
+      CU_ASSERT_EQUAL (int_at (f, "rank_rows", row), 14); /* the rank stage saw every item */
+      CU_ASSERT (int_at (f, "final_rows", row) <= 4);      /* cut by frame again */
+      CU_ASSERT_EQUAL (int_at (f, "item_id", row), (gint64) find_seq (c.done->pdata[k]) * 1000 + i);
+    }
+  }
+  /* Frame 2 (items 8..11) was shed whole: the final stage never ran on it. */
+  CU_ASSERT_EQUAL (counter_value (p, "final", "stage_events_total"), 10 * 3);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 /* ---- batching ---- */
 
 /* The int64 column @name of item @item in the result (G_MININT64 when absent). */
@@ -212,12 +261,6 @@ test_batch_limit_and_timeout (void)
 }
 
 /* ---- deadlines ---- */
-
-static guint64
-counter_value (SedpPipeline *p, const char *stage, const char *name)
-{
-  return sedp_counter_get (sedp_metrics_counter (sedp_pipeline_get_metrics (p), stage, name, NULL));
-}
 
 static void
 test_deadline_timeout (void)
@@ -556,6 +599,7 @@ main (void)
   CU_add_test (s, "join and broadcast, many requests, random delays", test_join_broadcast_concurrent);
   CU_add_test (s, "gather item frames into a request-scope stage", test_gather);
   CU_add_test (s, "join drops rows shed in one branch", test_join_with_shed_rows);
+  CU_add_test (s, "gather, shed at request scope, scatter back", test_gather_shed_scatter);
   CU_add_test (s, "batch limit and batch timeout", test_batch_limit_and_timeout);
   CU_add_test (s, "deadline: timeout status, expired events dropped", test_deadline_timeout);
   CU_add_test (s, "a failing batch only fails its own requests", test_batch_error_isolated);
