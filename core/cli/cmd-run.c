@@ -19,7 +19,7 @@ on_done (SedpRequest *request, gpointer user_data)
 int
 sedp_cmd_run (int argc, char **argv)
 {
-  char *requests_path = NULL, *out_path = NULL;
+  char *requests_path = NULL, *out_path = NULL, *metrics_path = NULL;
   gint max_inflight = 256;
   gboolean quiet = FALSE;
   const GOptionEntry entries[] = {
@@ -29,6 +29,8 @@ sedp_cmd_run (int argc, char **argv)
      "Where to write one JSON result per request, in input order (default: standard output)", "FILE"},
     {"max-inflight", 0, 0, G_OPTION_ARG_INT, &max_inflight,
      "Requests in flight at once (default 256)", "N"},
+    {"metrics", 0, 0, G_OPTION_ARG_FILENAME, &metrics_path,
+     "After the run, write every stage's metrics (Prometheus text) and stats to FILE", "FILE"},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress or summary on stderr", NULL},
     G_OPTION_ENTRY_NULL,
   };
@@ -39,7 +41,7 @@ sedp_cmd_run (int argc, char **argv)
                        "naming the line; requests already accepted are finished first.",
                        entries, &argc, &argv))
     return 2;
-  g_autofree char *rp = requests_path, *op = out_path;
+  g_autofree char *rp = requests_path, *op = out_path, *mp = metrics_path;
   if (argc != 2 || rp == NULL) {
     sedp_cli_error ("run", "expected PIPELINE and --requests FILE (see --help)");
     return 2;
@@ -160,6 +162,22 @@ sedp_cmd_run (int argc, char **argv)
              n_requests, elapsed / 1e6, n_requests / MAX (elapsed / 1e6, 1e-9),
              by_status[SEDP_STATUS_OK], by_status[SEDP_STATUS_PARTIAL],
              by_status[SEDP_STATUS_FAILED], by_status[SEDP_STATUS_TIMEOUT]);
+  }
+  if (mp) {
+    g_autoptr (GString) text = g_string_new (NULL);
+    sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (pipeline), text);
+    g_autoptr (GString) stats = g_string_new (NULL);
+    sedp_pipeline_collect_stats (pipeline, stats);
+    if (stats->len) {
+      g_auto (GStrv) lines = g_strsplit (g_strchomp (stats->str), "\n", -1);
+      g_autofree char *commented = g_strjoinv ("\n# stats: ", lines);
+      g_string_append_printf (text, "# stats: %s\n", commented);
+    }
+    g_autoptr (GError) werr = NULL;
+    if (!g_file_set_contents (mp, text->str, (gssize) text->len, &werr)) {
+      sedp_cli_error ("run", werr->message);
+      status = 1;
+    }
   }
   sedp_request_reader_close (reader);
   sedp_pipeline_free (pipeline);

@@ -147,7 +147,7 @@ sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry, GError **err
         g_autofree char *first_name = g_strndup (head, strcspn (head, " "));
         j = find_stage (spec, first_name);
         if (j >= 0)
-          first = g->nodes[j].spec->line;
+          first = sedp_stage_spec_key_line (g->nodes[j].spec, "after");
         g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_CYCLE,
                      "%s:%u: [stage %s] after: cycle %s", path, first, first_name, cycle->str);
         return NULL;

@@ -107,10 +107,13 @@ merge_kind (Feature *f, JsonNode *n, guint row, const char *where, const char *w
   } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
     f->kind = KIND_VECTOR;
   } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
-    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
-                 "%s: %s[%u].%s: %s of length %u, but %s[%u] has %s of length %u", where, what,
-                 row, f->name, kind_name (k), MAX (width, 1), what, f->first_row,
-                 kind_name (f->kind), MAX (f->width, 1));
+    g_autofree char *mine = k == KIND_VECTOR ? g_strdup_printf ("%s of length %u", kind_name (k), width)
+                                             : g_strdup (kind_name (k));
+    g_autofree char *theirs = f->kind == KIND_VECTOR
+                                  ? g_strdup_printf ("%s of length %u", kind_name (f->kind), f->width)
+                                  : g_strdup (kind_name (f->kind));
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s[%u].%s: %s, but %s[%u] has %s",
+                 where, what, row, f->name, mine, what, f->first_row, theirs);
     return FALSE;
   }
   if (k == KIND_IDLIST)
@@ -230,16 +233,16 @@ sedp_request_from_json (const char *text, gssize length, const char *where, GErr
   } else
     id = g_strdup (where);
 
-  gint64 deadline = 0;
+  gint64 timeout_us = 0;
   JsonNode *dn = json_object_get_member (obj, "deadline_ms");
   if (dn) {
     double ms = is_number_node (dn) ? json_node_get_double (dn) : -1;
-    if (!(ms > 0 && ms <= 3600000)) {
+    if (!(ms >= 0.001 && ms <= 3600000)) {
       g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID,
-                   "%s: deadline_ms: expected a number of milliseconds from 1 to 3600000", where);
+                   "%s: deadline_ms: expected milliseconds, more than 0 and at most 3600000", where);
       return NULL;
     }
-    deadline = g_get_monotonic_time () + (gint64) (ms * 1000);
+    timeout_us = MAX ((gint64) (ms * 1000), 1);
   }
 
   JsonNode *un = json_object_get_member (obj, "user");
@@ -280,7 +283,9 @@ sedp_request_from_json (const char *text, gssize length, const char *where, GErr
   } else {
     user_frame = sedp_frame_new (1);
   }
-  SedpRequest *r = sedp_request_new (id, deadline);
+  SedpRequest *r = sedp_request_new (id, 0);
+  if (timeout_us)
+    sedp_request_set_timeout (r, timeout_us); /* counted from submission, not from reading */
   sedp_request_set_frames (r, user_frame, item_frame);
   return r;
 }
@@ -308,9 +313,16 @@ write_value (JsonBuilder *b, const SedpColumn *c, guint row)
     gboolean is_signed = sedp_column_get_column_type (c) == SEDP_COLUMN_INT64;
     if (w > 1)
       json_builder_begin_array (b);
-    for (guint k = 0; k < w; k++)
-      json_builder_add_int_value (b, is_signed ? sedp_column_get_int64 (c)[(gsize) r * w + k]
-                                               : (gint64) sedp_column_get_uint64 (c)[(gsize) r * w + k]);
+    for (guint k = 0; k < w; k++) {
+      if (is_signed) {
+        json_builder_add_int_value (b, sedp_column_get_int64 (c)[(gsize) r * w + k]);
+      } else {
+        /* JSON readers lose integers past 2^53; unsigned signatures are written as strings. */
+        char text[24];
+        g_snprintf (text, sizeof text, "%" G_GUINT64_FORMAT, sedp_column_get_uint64 (c)[(gsize) r * w + k]);
+        json_builder_add_string_value (b, text);
+      }
+    }
     if (w > 1)
       json_builder_end_array (b);
     break;
@@ -350,9 +362,25 @@ sedp_result_write_json (SedpRequest *request, const char *const *outputs, GStrin
     json_builder_set_member_name (b, "message");
     json_builder_add_string_value (b, sedp_result_get_message (res));
   }
+  gboolean all_float = outputs == NULL || outputs[0] == NULL;
+  const SedpFrame *rf = sedp_result_get_request_frame (res);
+  if (rf && sedp_frame_get_n_rows (rf) > 0 && sedp_frame_get_n_columns (rf) > 0) {
+    /* What a request-scope sink produced (for example a top-K list). */
+    json_builder_set_member_name (b, "request");
+    json_builder_begin_object (b);
+    for (guint c = 0; c < sedp_frame_get_n_columns (rf); c++) {
+      const SedpColumn *col = sedp_frame_get_column_at (rf, c);
+      const char *name = sedp_column_get_name (col);
+      if (all_float ? sedp_column_get_column_type (col) != SEDP_COLUMN_FLOAT32
+                    : !g_strv_contains (outputs, name))
+        continue;
+      json_builder_set_member_name (b, name);
+      write_value (b, col, 0);
+    }
+    json_builder_end_object (b);
+  }
   json_builder_set_member_name (b, "items");
   json_builder_begin_array (b);
-  gboolean all_float = outputs == NULL || outputs[0] == NULL;
   for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
     json_builder_begin_object (b);
     json_builder_set_member_name (b, "status");

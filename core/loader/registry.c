@@ -110,6 +110,22 @@ module_open (Module *m, const char *path)
                  "%s: invalid plugin descriptor: '%s' is not set", path, missing);
     return;
   }
+  static const char *const runtime_keys[] = {"plugin", "after", "scope", "parallelism", "batch",
+                                             "batch_timeout_us", "queue_capacity", NULL};
+  for (const SedpOptionSpec *o = d->options; o && o->name; o++) {
+    if (g_strv_contains (runtime_keys, o->name)) {
+      g_set_error (&m->error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR,
+                   "%s: invalid plugin descriptor: option '%s' has the name of a runtime key",
+                   path, o->name);
+      return;
+    }
+    if (o->type < SEDP_OPTION_BOOL || o->type > SEDP_OPTION_STRING_LIST) {
+      g_set_error (&m->error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR,
+                   "%s: invalid plugin descriptor: option '%s' has an unknown type %d", path,
+                   o->name, (int) o->type);
+      return;
+    }
+  }
   m->info.name = g_strdup (d->name);
   m->info.desc = d;
 }

@@ -197,22 +197,56 @@ sedp_histogram_quantile (const SedpHistogram *h, double q)
   return h->n_bounds ? h->bounds[h->n_bounds - 1] : 0.0;
 }
 
+static gint
+compare_counter (gconstpointer a, gconstpointer b)
+{
+  const SedpCounter *x = *(SedpCounter *const *) a, *y = *(SedpCounter *const *) b;
+  int c = strcmp (x->name, y->name);
+  return c ? c : strcmp (x->stage, y->stage);
+}
+
+static gint
+compare_histogram (gconstpointer a, gconstpointer b)
+{
+  const SedpHistogram *x = *(SedpHistogram *const *) a, *y = *(SedpHistogram *const *) b;
+  int c = strcmp (x->name, y->name);
+  return c ? c : strcmp (x->stage, y->stage);
+}
+
 void
 sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
 {
   g_mutex_lock (&m->lock);
-  for (guint i = 0; i < m->counters->len; i++) {
-    SedpCounter *c = m->counters->pdata[i];
-    g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s counter\n", c->name, c->help,
-                            c->name);
+  /* One family per metric name (HELP and TYPE once), one sample per stage. */
+  g_autoptr (GPtrArray) counters = g_ptr_array_new ();
+  g_autoptr (GPtrArray) histograms = g_ptr_array_new ();
+  for (guint i = 0; i < m->counters->len; i++)
+    g_ptr_array_add (counters, m->counters->pdata[i]);
+  for (guint i = 0; i < m->histograms->len; i++)
+    g_ptr_array_add (histograms, m->histograms->pdata[i]);
+  g_mutex_unlock (&m->lock);
+  g_ptr_array_sort (counters, compare_counter);
+  g_ptr_array_sort (histograms, compare_histogram);
+  const char *family = NULL;
+  for (guint i = 0; i < counters->len; i++) {
+    SedpCounter *c = counters->pdata[i];
+    if (family == NULL || strcmp (family, c->name) != 0) {
+      family = c->name;
+      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s counter\n", c->name,
+                              c->help, c->name);
+    }
     g_string_append_printf (out, "sedp_%s{stage=\"%s\"} %" G_GUINT64_FORMAT "\n", c->name,
                             c->stage, sedp_counter_get (c));
   }
-  for (guint i = 0; i < m->histograms->len; i++) {
-    SedpHistogram *h = m->histograms->pdata[i];
+  family = NULL;
+  for (guint i = 0; i < histograms->len; i++) {
+    SedpHistogram *h = histograms->pdata[i];
+    if (family == NULL || strcmp (family, h->name) != 0) {
+      family = h->name;
+      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s histogram\n", h->name,
+                              h->help, h->name);
+    }
     guint64 cum = 0;
-    g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s histogram\n", h->name,
-                            h->help, h->name);
     for (guint b = 0; b <= h->n_bounds; b++) {
       cum += __atomic_load_n (&h->buckets[b], __ATOMIC_RELAXED);
       if (b < h->n_bounds)
@@ -226,7 +260,6 @@ sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
                             h->name, h->stage, histogram_sum (h), h->name, h->stage,
                             sedp_histogram_get_count (h));
   }
-  g_mutex_unlock (&m->lock);
 }
 
 SedpStats *

@@ -152,6 +152,10 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
     sedp_event_free (ev);
     return;
   }
+  if (ev->items) {
+    g_warning ("stage '%s' set items, but only the source stage may; ignored", name);
+    g_clear_pointer (&ev->items, sedp_frame_unref);
+  }
   SedpFrame *f = ev->frame;
   if (sedp_frame_has_dead_rows (f)) {
     if (sedp_frame_get_kind (f) == FRAME_KIND_REQUEST) {

@@ -55,6 +55,15 @@ SEDP_API const char *sedp_item_status_to_string (SedpItemStatus status);
 SEDP_API SedpRequest *sedp_request_new (const char *id, gint64 deadline);
 
 /**
+ * sedp_request_set_timeout:
+ * @timeout_us: the time the request may take from its submission, in microseconds; 0 for the
+ *   pipeline's deadline_ms
+ *
+ * Sets a deadline relative to submission (replaces an absolute one given to sedp_request_new()).
+ */
+SEDP_API void sedp_request_set_timeout (SedpRequest *request, gint64 timeout_us);
+
+/**
  * sedp_request_set_frames:
  * @request_frame: (transfer full) (nullable): the request-scope data (one row), or %NULL for an
  *   empty one

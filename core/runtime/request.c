@@ -30,6 +30,14 @@ sedp_request_new (const char *id, gint64 deadline)
 }
 
 void
+sedp_request_set_timeout (SedpRequest *r, gint64 timeout_us)
+{
+  g_return_if_fail (r != NULL && timeout_us >= 0);
+  r->timeout_us = timeout_us;
+  r->deadline = 0;
+}
+
+void
 sedp_request_set_frames (SedpRequest *r, SedpFrame *request_frame, SedpFrame *items)
 {
   g_return_if_fail (r != NULL);
@@ -269,7 +277,7 @@ sedp_request_begin (SedpRequest *r, SedpPipeline *p, SedpRequestDone done, gpoin
   r->done_data = data;
   r->submitted_at = g_get_monotonic_time ();
   if (r->deadline == 0)
-    r->deadline = r->submitted_at + p->deadline_us;
+    r->deadline = r->submitted_at + (r->timeout_us > 0 ? r->timeout_us : p->deadline_us);
   r->joins = g_new0 (JoinSlot *, p->n_stages);
   r->result.frames = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_frame_unref);
 }

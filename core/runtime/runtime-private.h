@@ -28,7 +28,8 @@ struct _SedpResult {
 struct _SedpRequest {
   gint ref_count;
   char *id;
-  gint64 deadline;
+  gint64 deadline;             /* absolute; 0 until submission when relative */
+  gint64 timeout_us;           /* relative deadline, applied at submission (0: none) */
   gint64 submitted_at;
   GBytes *payload;
   char *content_type;

@@ -165,7 +165,8 @@ SEDP_API const char *const *sedp_stage_context_get_strv (const SedpStageContext 
 
 /**
  * sedp_stage_context_add_counter:
- * @name: the metric's name ([a-z0-9_]); the runtime prefixes it with the stage's name
+ * @name: the metric's name ([a-z0-9_]); it is published as `sedp_NAME` with a label
+ *   `stage="STAGE"`, so several stages of the same plugin share one metric family
  * @help: one sentence
  *
  * Registers a counter. Call from `create`.

@@ -485,6 +485,35 @@ test_run_out_file_quiet (void)
   g_rmdir (tmp);
 }
 
+/* --metrics writes Prometheus text: one HELP/TYPE per family, a sample per stage. */
+static void
+test_run_metrics (void)
+{
+  g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
+  g_autofree char *requests = srcfile ("fixtures", "requests", "valid-small.jsonl", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *tmp = g_dir_make_tmp ("sedp-cli-XXXXXX", &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (tmp);
+  g_autofree char *metrics = g_build_filename (tmp, "metrics.txt", NULL);
+  g_auto (Run) r;
+  spawn_sedp (&r, "run", "-q", example, "-r", requests, "--metrics", metrics, NULL);
+  ASSERT_EXIT (r, 0);
+  g_autofree char *text = NULL;
+  CU_ASSERT_FATAL (g_file_get_contents (metrics, &text, NULL, NULL));
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  guint types = 0, samples = 0;
+  for (guint i = 0; lines[i]; i++) {
+    types += g_str_has_prefix (lines[i], "# TYPE sedp_stage_events_total ");
+    samples += g_str_has_prefix (lines[i], "sedp_stage_events_total{stage=");
+  }
+  CU_ASSERT_EQUAL (types, 1);
+  CU_ASSERT_EQUAL (samples, 4); /* reader, user, items, score */
+  CU_ASSERT_PTR_NOT_NULL (strstr (text, "sedp_requests_total{stage=\"pipeline\"} 2\n"));
+  CU_ASSERT_PTR_NOT_NULL (strstr (text, "sedp_stage_batch_size_bucket{stage=\"items\",le=\"+Inf\"}"));
+  g_unlink (metrics);
+  g_rmdir (tmp);
+}
+
 /* A malformed request file: exit 1, a message naming the file and the line; the requests before
  * the bad line are still scored and written. */
 static void
@@ -618,6 +647,7 @@ main (void)
     T (test_inspect_unknown),
     T (test_run_sample),
     T (test_run_out_file_quiet),
+    T (test_run_metrics),
     T (test_run_invalid_json),
     T (test_run_items_not_array),
     T (test_run_unknown_field),

@@ -180,6 +180,11 @@ test_invalid_descriptor (void)
   CU_ASSERT_PTR_NULL (sedp_registry_lookup (reg, "bad_scope", NULL, &error));
   ASSERT_GERROR (error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR, bad_scope,
                  "'scope'");
+  g_clear_error (&error);
+  g_autofree char *runtime_key = module_path ("invalid", "runtime_key_option.so");
+  CU_ASSERT_PTR_NULL (sedp_registry_lookup (reg, "runtime_key_option", NULL, &error));
+  ASSERT_GERROR (error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR, runtime_key,
+                 "option 'batch' has the name of a runtime key");
   g_autoptr (GPtrArray) list = sedp_registry_list (reg);
   CU_ASSERT_EQUAL (list->len, 0);
 }
@@ -417,8 +422,8 @@ test_list_sorted_unique (void)
       CU_ASSERT_PTR_EQUAL (sedp_registry_lookup (reg, "shadow", NULL, NULL), info);
     }
   }
-  /* notaplugin, abi_major, abi_minor, no_process, bad_scope. */
-  CU_ASSERT_EQUAL (sedp_registry_get_broken (reg)->len, 5);
+  /* notaplugin, abi_major, abi_minor, no_process, bad_scope, runtime_key_option. */
+  CU_ASSERT_EQUAL (sedp_registry_get_broken (reg)->len, 6);
 }
 
 static void

@@ -8,6 +8,7 @@
  *   FIXTURE_ABI_MINOR   default SEDP_ABI_MINOR
  *   FIXTURE_NO_PROCESS  leave .process NULL
  *   FIXTURE_SCOPE       default SEDP_SCOPE_REQUEST
+ *   FIXTURE_OPTION      declare one INT option with this name (e.g. a runtime key, refused)
  */
 #include <sedp/sedp.h>
 
@@ -48,6 +49,16 @@ fixture_destroy (gpointer instance)
   g_free (instance);
 }
 
+#ifdef FIXTURE_OPTION
+static const SedpOptionSpec fixture_options[] = {
+  SEDP_OPTION_INT_SPEC (FIXTURE_OPTION, "1", 0, 10, "An option the loader must refuse"),
+  SEDP_OPTION_END,
+};
+#define FIXTURE_OPTIONS fixture_options
+#else
+#define FIXTURE_OPTIONS NULL
+#endif
+
 SEDP_PLUGIN_EXPORT extern const SedpStageDescriptor sedp_stage_descriptor;
 const SedpStageDescriptor sedp_stage_descriptor = {
   .abi_major = FIXTURE_ABI_MAJOR,
@@ -57,7 +68,7 @@ const SedpStageDescriptor sedp_stage_descriptor = {
   .description = "Loader test fixture " FIXTURE_NAME,
   .license = "MIT",
   .scope = FIXTURE_SCOPE,
-  .options = NULL,
+  .options = FIXTURE_OPTIONS,
   .create = fixture_create,
 #ifndef FIXTURE_NO_PROCESS
   .process = fixture_process,
