@@ -1,0 +1,122 @@
+/* sedp — ONNX models in memory: the intermediate representation the engine compiles from. */
+#pragma once
+
+#include "tensor.h"
+
+G_BEGIN_DECLS
+
+/** SEDP_NN_ERROR: errors loading, checking and running models. Codes are #SedpNnError. */
+#define SEDP_NN_ERROR (sedp_nn_error_quark ())
+SEDP_API GQuark sedp_nn_error_quark (void);
+
+typedef enum {
+  SEDP_NN_ERROR_IO,          /* cannot read or write the file */
+  SEDP_NN_ERROR_CORRUPT,     /* not a valid ONNX protobuf (truncated, bad wire data) */
+  SEDP_NN_ERROR_INVALID,     /* a valid protobuf that is not a usable model (dangling names, bad dims, cycles) */
+  SEDP_NN_ERROR_UNSUPPORTED, /* operators, opsets, types or attributes the engine lacks */
+  SEDP_NN_ERROR_SHAPE,       /* shapes that do not fit together */
+  SEDP_NN_ERROR_INPUT,       /* request-time inputs of the wrong shape or type */
+} SedpNnError;
+
+/** SedpNnAttrType: the kinds of node attributes, numbered as ONNX's AttributeProto.AttributeType. */
+typedef enum {
+  SEDP_NN_ATTR_UNDEFINED = 0,
+  SEDP_NN_ATTR_FLOAT = 1,
+  SEDP_NN_ATTR_INT = 2,
+  SEDP_NN_ATTR_STRING = 3,
+  SEDP_NN_ATTR_TENSOR = 4,
+  SEDP_NN_ATTR_FLOATS = 6,
+  SEDP_NN_ATTR_INTS = 7,
+  SEDP_NN_ATTR_STRINGS = 8,
+} SedpNnAttrType;
+
+/** SedpNnAttr: one node attribute. */
+typedef struct {
+  char *name;
+  SedpNnAttrType type;
+  float f;
+  gint64 i;
+  char *s;
+  SedpNnTensor *t;
+  guint n_floats;
+  float *floats;
+  guint n_ints;
+  gint64 *ints;
+  guint n_strings;
+  char **strings;
+} SedpNnAttr;
+
+/** SedpNnNode: one operator application. Empty input names ("") mark omitted optional inputs. */
+typedef struct {
+  char *name;
+  char *op_type;
+  char *domain;     /* "" for the default ONNX domain */
+  guint n_inputs;
+  char **inputs;
+  guint n_outputs;
+  char **outputs;
+  guint n_attrs;
+  SedpNnAttr *attrs;
+} SedpNnNode;
+
+/**
+ * SedpNnValueInfo:
+ * A graph input or output: name, element type and shape; a dimension is either fixed (dims[k] ≥ 0)
+ * or symbolic (dims[k] = -1, dim_params[k] its name such as "batch", or NULL if unnamed).
+ */
+typedef struct {
+  char *name;
+  SedpNnDType dtype;
+  int rank;           /* -1 when the shape is unknown */
+  gint64 dims[SEDP_NN_MAX_RANK];
+  char *dim_params[SEDP_NN_MAX_RANK];
+} SedpNnValueInfo;
+
+/**
+ * SedpNnModel:
+ * A loaded model, immutable after loading and shared by every plan and stage instance that runs
+ * it (one copy of the weights). Graph inputs exclude initializers.
+ */
+typedef struct {
+  gint64 ir_version;
+  gint64 opset;            /* of the default ("" or "ai.onnx") domain */
+  char *producer;
+  char *graph_name;
+  guint n_inputs;
+  SedpNnValueInfo *inputs;
+  guint n_outputs;
+  SedpNnValueInfo *outputs;
+  guint n_initializers;
+  SedpNnTensor **initializers;
+  guint n_nodes;
+  SedpNnNode *nodes;       /* as in the file (not necessarily sorted) */
+  gint ref_count;
+} SedpNnModel;
+
+/* Reads an ONNX model file. Errors: IO, CORRUPT (truncated or bad protobuf), INVALID (missing
+ * graph, initializer data not matching its dims, dims < 0 or too large, …). Operator support is
+ * checked by sedp_nn_model_check() and when a plan is made. */
+SEDP_API SedpNnModel *sedp_nn_model_load (const char *path, GError **error);
+SEDP_API SedpNnModel *sedp_nn_model_load_data (const guint8 *data, gsize size, const char *name,
+                                               GError **error);
+
+/* Writes @model as an ONNX file (ModelProto), initializers as raw_data. */
+SEDP_API gboolean sedp_nn_model_save (const SedpNnModel *model, const char *path, GError **error);
+
+SEDP_API SedpNnModel *sedp_nn_model_ref (SedpNnModel *model);
+SEDP_API void sedp_nn_model_unref (SedpNnModel *model);
+
+/* An empty model to build (synth, split): ir_version 8, opset @opset. */
+SEDP_API SedpNnModel *sedp_nn_model_new (gint64 opset, const char *producer);
+
+/* Reads / writes one serialized TensorProto (the .pb files of ONNX's backend test data). */
+SEDP_API SedpNnTensor *sedp_nn_tensor_load (const char *path, GError **error);
+SEDP_API gboolean sedp_nn_tensor_save (const SedpNnTensor *tensor, const char *path, GError **error);
+
+/* The attribute @name of @node, or NULL. */
+SEDP_API const SedpNnAttr *sedp_nn_node_attr (const SedpNnNode *node, const char *name);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnModel, sedp_nn_model_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnTensor, sedp_nn_tensor_free)
+
+G_END_DECLS
