@@ -1,0 +1,274 @@
+/* sedp — Gemm and MatMul on OpenBLAS sgemm, with the bias and activation fused in. */
+#include "ops.h"
+
+#include <cblas.h>
+
+gboolean
+nn_kernel_gemm (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const GemmParams *p = s->params;
+  const float *a = ptrs[s->in[0]], *b = ptrs[s->in[1]];
+  const float *bias = s->n_in > 2 && s->in[2] >= 0 ? ptrs[s->in[2]] : NULL;
+  float *y = ptrs[s->out[0]];
+  gint64 M = p->M, N = p->N, K = p->K;
+  float beta = 0.0f;
+  if (bias && p->bias_kind) {
+    beta = 1.0f;
+    switch (p->bias_kind) {
+    case 1:
+      for (gint64 i = 0; i < M * N; i++)
+        y[i] = p->beta * bias[0];
+      break;
+    case 2:
+      for (gint64 m = 0; m < M; m++)
+        for (gint64 n = 0; n < N; n++)
+          y[m * N + n] = p->beta * bias[n];
+      break;
+    case 3:
+      for (gint64 m = 0; m < M; m++)
+        for (gint64 n = 0; n < N; n++)
+          y[m * N + n] = p->beta * bias[m];
+      break;
+    default:
+      for (gint64 i = 0; i < M * N; i++)
+        y[i] = p->beta * bias[i];
+    }
+  }
+  if (M > 0 && N > 0) {
+    if (K == 0) {
+      if (beta == 0.0f)
+        memset (y, 0, (gsize) (M * N) * sizeof (float));
+    } else {
+      cblas_sgemm (CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
+                   p->trans_b ? CblasTrans : CblasNoTrans, (blasint) M, (blasint) N, (blasint) K,
+                   p->alpha, a, (blasint) (p->trans_a ? M : K), b, (blasint) (p->trans_b ? K : N),
+                   beta, y, (blasint) N);
+    }
+  }
+  nn_apply_activation (y, M * N, p->act, p->leaky_alpha);
+  return TRUE;
+}
+
+/* How a bias of shape (rank, dims) broadcasts to [M, N]: 1 scalar, 2 row, 3 column, 4 full,
+ * 0 when it does not. */
+static int
+bias_kind (const Value *c, gint64 M, gint64 N)
+{
+  gint64 d0 = c->rank >= 2 ? c->dims[c->rank - 2] : 1, d1 = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+  for (int i = 0; i < c->rank - 2; i++)
+    if (c->dims[i] != 1)
+      return 0;
+  if (d0 == 1 && d1 == 1)
+    return 1;
+  if (d0 == 1 && d1 == N)
+    return 2;
+  if (d0 == M && d1 == 1)
+    return 3;
+  if (d0 == M && d1 == N)
+    return 4;
+  return 0;
+}
+
+gboolean
+nn_prepare_gemm (OpCtx *c, GError **error)
+{
+  Value *a = op_in (c, 0), *b = op_in (c, 1), *cv = op_in (c, 2);
+  if (a == NULL || b == NULL || a->dtype != SEDP_NN_FLOAT || b->dtype != SEDP_NN_FLOAT ||
+      a->rank != 2 || b->rank != 2 || (cv && cv->dtype != SEDP_NN_FLOAT)) {
+    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "needs 2-D float A and B");
+    return FALSE;
+  }
+  GemmParams *p = g_new0 (GemmParams, 1);
+  c->step->params = p;
+  p->trans_a = nn_attr_int (c->node, "transA", 0) != 0;
+  p->trans_b = nn_attr_int (c->node, "transB", 0) != 0;
+  p->alpha = nn_attr_float (c->node, "alpha", 1.0f);
+  p->beta = nn_attr_float (c->node, "beta", 1.0f);
+  p->M = p->trans_a ? a->dims[1] : a->dims[0];
+  p->K = p->trans_a ? a->dims[0] : a->dims[1];
+  gint64 kb = p->trans_b ? b->dims[1] : b->dims[0];
+  p->N = p->trans_b ? b->dims[0] : b->dims[1];
+  if (kb != p->K) {
+    g_autofree char *sa = sedp_nn_shape_to_string (a->rank, a->dims);
+    g_autofree char *sb = sedp_nn_shape_to_string (b->rank, b->dims);
+    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node,
+                   "inner dimensions differ: A %s, B %s (transA=%d, transB=%d)", sa, sb, p->trans_a,
+                   p->trans_b);
+    return FALSE;
+  }
+  if (cv) {
+    p->bias_kind = bias_kind (cv, p->M, p->N);
+    if (p->bias_kind == 0) {
+      g_autofree char *sc = sedp_nn_shape_to_string (cv->rank, cv->dims);
+      nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node,
+                     "C %s does not broadcast to [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", sc,
+                     p->M, p->N);
+      return FALSE;
+    }
+  }
+  gint64 dims[2] = {p->M, p->N};
+  nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, 2, dims);
+  c->step->fn = nn_kernel_gemm;
+  c->step->kernel = "gemm";
+  c->step->flops = 2.0 * (double) (p->M * p->N * p->K);
+  return TRUE;
+}
+
+/* Batched MatMul with numpy broadcasting: one sgemm per matrix of the batch. */
+typedef struct {
+  gint64 batch, M, N, K;
+  gint64 *a_off, *b_off; /* element offsets of each matrix of the batch */
+} BatchedParams;
+
+static gboolean
+kernel_matmul_batched (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const BatchedParams *p = s->params;
+  const float *a = ptrs[s->in[0]], *b = ptrs[s->in[1]];
+  float *y = ptrs[s->out[0]];
+  gint64 M = p->M, N = p->N, K = p->K;
+  for (gint64 i = 0; i < p->batch; i++) {
+    const float *pa = a + p->a_off[i], *pb = b + p->b_off[i];
+    float *py = y + i * M * N;
+    if (M * N * K <= 32 * 32 * 32) {
+      /* Small matrices: a direct loop beats the call overhead of sgemm. */
+      for (gint64 m = 0; m < M; m++) {
+        float *row = py + m * N;
+        for (gint64 n = 0; n < N; n++)
+          row[n] = 0.0f;
+        for (gint64 k = 0; k < K; k++) {
+          float av = pa[m * K + k];
+          const float *brow = pb + k * N;
+          for (gint64 n = 0; n < N; n++)
+            row[n] += av * brow[n];
+        }
+      }
+    } else {
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint) M, (blasint) N,
+                   (blasint) K, 1.0f, pa, (blasint) K, pb, (blasint) N, 0.0f, py, (blasint) N);
+    }
+  }
+  return TRUE;
+}
+
+static void
+free_batched (gpointer data)
+{
+  BatchedParams *p = data;
+  g_free (p->a_off);
+  g_free (p->b_off);
+}
+
+gboolean
+nn_prepare_matmul (OpCtx *c, GError **error)
+{
+  Value *a = op_in (c, 0), *b = op_in (c, 1);
+  if (a == NULL || b == NULL || a->dtype != SEDP_NN_FLOAT || b->dtype != SEDP_NN_FLOAT ||
+      a->rank < 1 || b->rank < 1) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs float inputs of rank ≥ 1");
+    return FALSE;
+  }
+  /* Promote vectors as numpy does, and remember to drop the added dims. */
+  gint64 ad[SEDP_NN_MAX_RANK + 1], bd[SEDP_NN_MAX_RANK + 1];
+  int ar = a->rank, br = b->rank;
+  memcpy (ad, a->dims, sizeof (gint64) * ar);
+  memcpy (bd, b->dims, sizeof (gint64) * br);
+  gboolean a_vec = ar == 1, b_vec = br == 1;
+  if (a_vec) {
+    ad[1] = ad[0];
+    ad[0] = 1;
+    ar = 2;
+  }
+  if (b_vec) {
+    bd[1] = 1;
+    br = 2;
+  }
+  gint64 M = ad[ar - 2], K = ad[ar - 1], N = bd[br - 1];
+  if (bd[br - 2] != K) {
+    g_autofree char *sa = sedp_nn_shape_to_string (a->rank, a->dims);
+    g_autofree char *sb = sedp_nn_shape_to_string (b->rank, b->dims);
+    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "inner dimensions differ: %s × %s", sa, sb);
+    return FALSE;
+  }
+  int batch_rank;
+  gint64 batch_dims[SEDP_NN_MAX_RANK];
+  if (!nn_broadcast_shape (ar - 2, ad, br - 2, bd, &batch_rank, batch_dims)) {
+    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "batch dimensions do not broadcast");
+    return FALSE;
+  }
+  gint64 dims[SEDP_NN_MAX_RANK + 2];
+  int r = 0;
+  for (int i = 0; i < batch_rank; i++)
+    dims[r++] = batch_dims[i];
+  if (!a_vec)
+    dims[r++] = M;
+  if (!b_vec)
+    dims[r++] = N;
+  if (r > SEDP_NN_MAX_RANK) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "rank too high");
+    return FALSE;
+  }
+  nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, r, dims);
+  gint64 batch = nn_numel (batch_rank, batch_dims);
+  c->step->flops = 2.0 * (double) (batch * M * N * K);
+
+  if (br == 2) {
+    /* B is one matrix: fold A's batch dims into its rows, one sgemm (fusable with a bias). */
+    GemmParams *p = g_new0 (GemmParams, 1);
+    c->step->params = p;
+    p->M = nn_numel (ar - 1, ad);
+    p->N = N;
+    p->K = K;
+    p->alpha = 1.0f;
+    p->beta = 1.0f;
+    c->step->fn = nn_kernel_gemm;
+    c->step->kernel = "matmul";
+    return TRUE;
+  }
+  BatchedParams *p = g_new0 (BatchedParams, 1);
+  c->step->params = p;
+  p->batch = batch;
+  p->M = M;
+  p->N = N;
+  p->K = K;
+  p->a_off = g_new (gint64, MAX (batch, 1));
+  p->b_off = g_new (gint64, MAX (batch, 1));
+  gint64 idx[SEDP_NN_MAX_RANK] = {0};
+  for (gint64 i = 0; i < batch; i++) {
+    gint64 oa = 0, ob = 0, sa = M * K, sb = K * N;
+    for (int d = batch_rank - 1; d >= 0; d--) {
+      int ka = d - (batch_rank - (ar - 2)), kb = d - (batch_rank - (br - 2));
+      if (ka >= 0) {
+        if (ad[ka] != 1)
+          oa += idx[d] * sa;
+        sa *= ad[ka];
+      }
+      if (kb >= 0) {
+        if (bd[kb] != 1)
+          ob += idx[d] * sb;
+        sb *= bd[kb];
+      }
+    }
+    p->a_off[i] = oa;
+    p->b_off[i] = ob;
+    for (int d = batch_rank - 1; d >= 0; d--) {
+      if (++idx[d] < batch_dims[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  c->step->fn = kernel_matmul_batched;
+  c->step->kernel = "matmul_batched";
+  return TRUE;
+}
+
+void nn_free_step_params (Step *step);
+
+void
+nn_free_step_params (Step *step)
+{
+  if (step->fn == kernel_matmul_batched && step->params)
+    free_batched (step->params);
+  g_free (step->params);
+  step->params = NULL;
+}

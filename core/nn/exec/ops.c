@@ -1,0 +1,117 @@
+/* sedp — the operator table and the helpers prepare functions share. */
+#include "ops.h"
+
+#include <stdarg.h>
+
+void
+nn_set_shape (Value *v, SedpNnDType dtype, int rank, const gint64 *dims)
+{
+  v->dtype = dtype;
+  v->rank = rank;
+  for (int i = 0; i < rank; i++)
+    v->dims[i] = dims[i];
+  v->numel = nn_numel (rank, dims);
+  v->known = TRUE;
+}
+
+void
+nn_node_error (GError **error, int code, const SedpNnNode *node, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (error, SEDP_NN_ERROR, code, "node '%s' (%s): %s",
+               node->name && *node->name ? node->name : node->outputs[0], node->op_type, msg);
+}
+
+gint64
+nn_attr_int (const SedpNnNode *node, const char *name, gint64 dflt)
+{
+  const SedpNnAttr *a = sedp_nn_node_attr (node, name);
+  return a && a->type == SEDP_NN_ATTR_INT ? a->i : dflt;
+}
+
+float
+nn_attr_float (const SedpNnNode *node, const char *name, float dflt)
+{
+  const SedpNnAttr *a = sedp_nn_node_attr (node, name);
+  return a && a->type == SEDP_NN_ATTR_FLOAT ? a->f : dflt;
+}
+
+gboolean
+nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error)
+{
+  Value *v = op_in (c, k);
+  if (v == NULL || v->kind != VALUE_CONST) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                   "input %u must be a constant (computed from initializers and shapes)", k);
+    return FALSE;
+  }
+  if (v->dtype != SEDP_NN_INT64 && v->dtype != SEDP_NN_INT32) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "input %u must be int64, is %s", k,
+                   sedp_nn_dtype_name (v->dtype));
+    return FALSE;
+  }
+  *n = (guint) v->numel;
+  *out = g_new (gint64, MAX (*n, 1));
+  for (guint i = 0; i < *n; i++)
+    (*out)[i] = v->dtype == SEDP_NN_INT64 ? ((gint64 *) v->data)[i] : ((gint32 *) v->data)[i];
+  return TRUE;
+}
+
+gboolean
+nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank, gint64 *out)
+{
+  int r = MAX (ra, rb);
+  for (int i = 0; i < r; i++) {
+    gint64 da = i < r - ra ? 1 : a[i - (r - ra)];
+    gint64 db = i < r - rb ? 1 : b[i - (r - rb)];
+    if (da != db && da != 1 && db != 1)
+      return FALSE;
+    out[i] = da == 1 ? db : da;
+  }
+  *rank = r;
+  return TRUE;
+}
+
+static const OpDef op_table[] = {
+  {"Gemm", nn_prepare_gemm, FALSE},
+  {"MatMul", nn_prepare_matmul, FALSE},
+  {"Add", nn_prepare_binary, FALSE},
+  {"Sub", nn_prepare_binary, FALSE},
+  {"Mul", nn_prepare_binary, FALSE},
+  {"Div", nn_prepare_binary, FALSE},
+  {"Relu", nn_prepare_unary, FALSE},
+  {"LeakyRelu", nn_prepare_unary, FALSE},
+  {"Sigmoid", nn_prepare_unary, FALSE},
+  {"Tanh", nn_prepare_unary, FALSE},
+  {"Clip", nn_prepare_clip, FALSE},
+  {"Softmax", nn_prepare_softmax, FALSE},
+  {"BatchNormalization", nn_prepare_batchnorm, FALSE},
+  {"Cast", nn_prepare_cast, FALSE},
+  {"Concat", nn_prepare_concat, FALSE},
+  {"Gather", nn_prepare_gather, FALSE},
+  {"Reshape", nn_prepare_reshape, TRUE},
+  {"Flatten", nn_prepare_flatten, TRUE},
+  {"Squeeze", nn_prepare_squeeze, TRUE},
+  {"Unsqueeze", nn_prepare_unsqueeze, TRUE},
+  {"Identity", nn_prepare_identity, TRUE},
+  {"Dropout", nn_prepare_identity, TRUE},
+  {"Transpose", nn_prepare_transpose, FALSE},
+  {"ReduceSum", nn_prepare_reduce, FALSE},
+  {"ReduceMean", nn_prepare_reduce, FALSE},
+  {"Constant", nn_prepare_constant, TRUE},
+  {"Shape", nn_prepare_shape_op, TRUE},
+  {"Slice", nn_prepare_slice, FALSE},
+  {"Expand", nn_prepare_expand, FALSE},
+};
+
+const OpDef *
+nn_op_lookup (const char *op_type)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (op_table); i++)
+    if (strcmp (op_table[i].op_type, op_type) == 0)
+      return &op_table[i];
+  return NULL;
+}
