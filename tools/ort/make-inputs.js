@@ -25,16 +25,19 @@ function pairs(list, what) {
   return o;
 }
 
-async function makeInputs(modelPath, { batch, seed, dims = {}, ranges = {}, useOrt = true }) {
-  const model = pb.decodeModel(fs.readFileSync(modelPath));
-  let session = null;
-  if (useOrt) {
+// The inputs for @modelPath at @batch rows, decoded TensorProtos in graph-input order.
+// @model: the decoded model, @session: an open ORT session of it (both read when not given).
+async function makeInputs(modelPath, { batch, seed, dims = {}, ranges = {}, useOrt = true,
+                                       model = null, session = null }) {
+  model = model || pb.decodeModel(fs.readFileSync(modelPath));
+  let own = null;
+  if (useOrt && !session) {
     let ort = null;
-    try { ort = require('onnxruntime-node'); } catch (e) { /* file only */ }
-    if (ort) session = await ort.InferenceSession.create(modelPath, c.sessionOptions(1));
+    try { ort = require('onnxruntime-node'); } catch (e) { /* the file's view only */ }
+    if (ort) own = session = await ort.InferenceSession.create(modelPath, c.sessionOptions(1));
   }
   const specs = c.inputSpecs(model, { batch, dimValues: dims, ranges, session });
-  if (session && session.release) await session.release();
+  if (own && own.release) await own.release();
   return c.makeTensors(specs, seed);
 }
 
