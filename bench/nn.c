@@ -1,0 +1,329 @@
+/* bench/run nn — the dense engine against ONNX Runtime, and against OpenBLAS sgemm peak.
+ *
+ * For every synthetic architecture (`sedp model synth --preset realistic`), batch 1, 64 and 256,
+ * threads 1 and 2: rows/s of `sedp model bench` and of ONNX Runtime (tools/ort/ort-bench.js,
+ * onnxruntime-node: intraOpNumThreads = T, interOpNumThreads = 1, all graph optimizations,
+ * sequential execution) on the same model file. The two alternate, run after run, so that both
+ * see the same machine noise; each keeps its best run. Also single-threaded OpenBLAS sgemm peak
+ * (square matrices, best of several), measured in this process before and after the models,
+ * and sedp's GFLOP/s as a share of it.
+ *
+ * RESULT lines: <arch>_b<B>_t<T>_over_ort (sedp rows/s over ORT rows/s),
+ * <arch>_b<B>_t<T>_sedp_rows_per_s, <arch>_b<B>_t<T>_ort_rows_per_s, min_over_ort_b64plus,
+ * sgemm_peak_gflops, <arch>_b256_t1_gflops, <arch>_b256_t1_peak_share (mlp_b256_t1_peak_share:
+ * the largest MLP), ort_call_overhead_us. docs/conformance.md, "Benchmark method".
+ *
+ * Options: --seconds S (each timed run, default 1), --reps N (runs of each engine per
+ * configuration, default 3), --arch A (repeatable), --keep DIR (keep the models there).
+ * SEDP_BENCH_QUICK=1: one 0.3 s run each. Needs Node.js and onnxruntime-node
+ * (tools/ort/ensure-deps.sh installs it into a cache folder). */
+#include <cblas.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const all_archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe", NULL};
+static const int batches[] = {1, 64, 256};
+static const int thread_counts[] = {1, 2};
+
+static char *sedp_bin;
+static char *tools_dir;
+static char **child_env;
+
+static G_NORETURN void
+die (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  fputs ("bench nn: ", stderr);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+  exit (1);
+}
+
+/* ---- where things are ---- */
+
+/* The build root (this program is BUILD/bench/sedp-bench-nn) and the source root (from meson's
+ * introspection file BUILD/meson-info/meson-info.json). SEDP_BIN and SEDP_SOURCE_ROOT
+ * override. */
+static void
+find_paths (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", &error);
+  if (exe == NULL)
+    die ("cannot find this program's path: %s", error->message);
+  g_autofree char *bench_dir = g_path_get_dirname (exe);
+  g_autofree char *build = g_path_get_dirname (bench_dir);
+
+  const char *env_bin = g_getenv ("SEDP_BIN");
+  sedp_bin = env_bin ? g_strdup (env_bin) : g_build_filename (build, "core", "sedp", NULL);
+  if (!g_file_test (sedp_bin, G_FILE_TEST_IS_EXECUTABLE))
+    die ("%s is not an executable (set SEDP_BIN)", sedp_bin);
+
+  char *source = g_strdup (g_getenv ("SEDP_SOURCE_ROOT"));
+  if (source == NULL) {
+    g_autofree char *info = g_build_filename (build, "meson-info", "meson-info.json", NULL);
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    if (!json_parser_load_from_file (parser, info, &error))
+      die ("cannot read %s: %s (set SEDP_SOURCE_ROOT)", info, error->message);
+    JsonObject *root = json_node_get_object (json_parser_get_root (parser));
+    JsonObject *dirs = root ? json_object_get_object_member (root, "directories") : NULL;
+    if (dirs == NULL || !json_object_has_member (dirs, "source"))
+      die ("%s has no directories.source (set SEDP_SOURCE_ROOT)", info);
+    source = g_strdup (json_object_get_string_member (dirs, "source"));
+  }
+  tools_dir = g_build_filename (source, "tools", "ort", NULL);
+  g_free (source);
+}
+
+/* ---- child processes ---- */
+
+/* Runs @argv; returns its stdout, or dies with its stderr's tail. */
+static char *
+run (char **argv, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  char *out = NULL, *err = NULL;
+  int status = 0;
+  if (!g_spawn_sync (NULL, argv, child_env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error))
+    die ("%s: %s", what, error->message);
+  if (!g_spawn_check_wait_status (status, NULL)) {
+    fprintf (stderr, "%s", err ? err : "");
+    g_autofree char *cmd = g_strjoinv (" ", argv);
+    die ("%s failed: %s", what, cmd);
+  }
+  g_free (err);
+  return out;
+}
+
+/* The value of "RESULT @key=" (or "@key=" at a line start) in @text, or NAN. */
+static double
+result_value (const char *text, const char *key)
+{
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l; l++) {
+    const char *p = *l;
+    if (g_str_has_prefix (p, "RESULT "))
+      p += 7;
+    size_t n = strlen (key);
+    if (strncmp (p, key, n) == 0 && p[n] == '=')
+      return g_ascii_strtod (p + n + 1, NULL);
+  }
+  return NAN;
+}
+
+static double
+sedp_rows_per_s (const char *model, int batch, int threads, double seconds, double *gflops)
+{
+  g_autofree char *b = g_strdup_printf ("%d", batch), *t = g_strdup_printf ("%d", threads);
+  char s[32];
+  g_ascii_formatd (s, sizeof s, "%.2f", seconds);
+  char *argv[] = {sedp_bin, "model", "bench", (char *) model, "--batch", b, "--threads", t,
+                  "--seconds", s, NULL};
+  g_autofree char *out = run (argv, "sedp model bench");
+  double v = result_value (out, "rows_per_s");
+  *gflops = result_value (out, "gflops");
+  if (isnan (v))
+    die ("sedp model bench printed no rows_per_s:\n%s", out);
+  return v;
+}
+
+static double
+ort_rows_per_s (const char *model, int batch, int threads, double seconds)
+{
+  g_autofree char *script = g_build_filename (tools_dir, "ort-bench.js", NULL);
+  g_autofree char *b = g_strdup_printf ("%d", batch), *t = g_strdup_printf ("%d", threads);
+  char s[32], w[32];
+  g_ascii_formatd (s, sizeof s, "%.2f", seconds);
+  g_ascii_formatd (w, sizeof w, "%.2f", MIN (0.5, seconds / 2));
+  char *argv[] = {"node", script, (char *) model, "--batch", b, "--threads", t, "--seconds", s,
+                  "--warmup", w, NULL};
+  g_autofree char *out = run (argv, "ort-bench.js");
+  double v = result_value (out, "rows_per_s");
+  if (isnan (v))
+    die ("ort-bench.js printed no rows_per_s:\n%s", out);
+  return v;
+}
+
+/* ---- OpenBLAS sgemm peak ---- */
+
+/* Best single-threaded sgemm GFLOP/s over square sizes, each repeated for about @seconds. */
+static double
+sgemm_peak (double seconds)
+{
+  static const int sizes[] = {1024, 1536, 2048};
+  openblas_set_num_threads (1);
+  double best = 0;
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++) {
+    int n = sizes[k];
+    gsize count = (gsize) n * n;
+    float *a = g_malloc (count * sizeof (float)), *b = g_malloc (count * sizeof (float)),
+          *c = g_malloc0 (count * sizeof (float));
+    for (gsize i = 0; i < count; i++) {
+      a[i] = (float) ((i * 7919) % 1000) / 1000.0f - 0.5f;
+      b[i] = (float) ((i * 104729) % 1000) / 1000.0f - 0.5f;
+    }
+    double flops = 2.0 * n * n * (double) n;
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    gint64 start = g_get_monotonic_time ();
+    for (int rep = 0; rep < 3 || (g_get_monotonic_time () - start) < seconds * 1e6; rep++) {
+      gint64 t0 = g_get_monotonic_time ();
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+      double dt = (double) (g_get_monotonic_time () - t0) / 1e6;
+      best = MAX (best, flops / dt / 1e9);
+      if (rep > 50)
+        break;
+    }
+    g_free (a);
+    g_free (b);
+    g_free (c);
+  }
+  return best;
+}
+
+/* ---- main ---- */
+
+typedef struct {
+  double sedp, ort, sedp_gflops;
+} Measure;
+
+int
+main (int argc, char **argv)
+{
+  double seconds = 1.0;
+  int reps = 3;
+  char **archs_opt = NULL;
+  char *keep = NULL;
+  GOptionEntry entries[] = {
+    {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "seconds of each timed run (default 1)", "S"},
+    {"reps", 0, 0, G_OPTION_ARG_INT, &reps, "runs of each engine per configuration (default 3)", "N"},
+    {"arch", 0, 0, G_OPTION_ARG_STRING_ARRAY, &archs_opt, "architecture (repeatable; default all)", "A"},
+    {"keep", 0, 0, G_OPTION_ARG_FILENAME, &keep, "write the models into DIR and keep them", "DIR"},
+    {NULL},
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("— sedp's engine against ONNX Runtime");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    die ("%s", error->message);
+  if (g_strcmp0 (g_getenv ("SEDP_BENCH_QUICK"), "1") == 0) {
+    seconds = 0.3;
+    reps = 1;
+  }
+  if (reps < 1 || seconds <= 0)
+    die ("--reps and --seconds must be positive");
+  const char *const *archs = archs_opt ? (const char *const *) archs_opt : all_archs;
+
+  find_paths ();
+
+  /* onnxruntime-node: tools/ort/node_modules or the cache folder, on NODE_PATH. */
+  child_env = g_get_environ ();
+  {
+    g_autofree char *script = g_build_filename (tools_dir, "ensure-deps.sh", NULL);
+    char *argv_deps[] = {script, NULL};
+    char *out = NULL;
+    int status = 0;
+    if (!g_spawn_sync (NULL, argv_deps, child_env, 0, NULL, NULL, &out, NULL, &status, &error) ||
+        !g_spawn_check_wait_status (status, NULL))
+      die ("ONNX Runtime is not available (tools/ort/ensure-deps.sh failed; it needs Node.js, npm "
+           "and the npm registry or a filled cache)");
+    g_strstrip (out);
+    const char *old = g_environ_getenv (child_env, "NODE_PATH");
+    g_autofree char *np = old && *old ? g_strconcat (out, ":", old, NULL) : g_strdup (out);
+    child_env = g_environ_setenv (child_env, "NODE_PATH", np, TRUE);
+    fprintf (stderr, "onnxruntime-node from %s\n", out);
+    g_free (out);
+  }
+
+  g_autofree char *work = NULL;
+  if (keep) {
+    g_mkdir_with_parents (keep, 0755);
+    work = g_strdup (keep);
+  } else {
+    work = g_dir_make_tmp ("sedp-bench-nn-XXXXXX", &error);
+    if (work == NULL)
+      die ("%s", error->message);
+  }
+
+  fprintf (stderr, "sgemm peak (OpenBLAS %s, 1 thread) …\n", openblas_get_corename ());
+  double peak = sgemm_peak (g_strcmp0 (g_getenv ("SEDP_BENCH_QUICK"), "1") == 0 ? 0.3 : 1.5);
+  fprintf (stderr, "  %.1f GFLOP/s\n", peak);
+
+  {
+    g_autofree char *script = g_build_filename (tools_dir, "ort-bench.js", NULL);
+    char *argv_oh[] = {"node", script, "--overhead", "--seconds", "0.5", NULL};
+    g_autofree char *out = run (argv_oh, "ort-bench.js --overhead");
+    double oh = result_value (out, "call_overhead_us");
+    printf ("RESULT ort_call_overhead_us=%.2f\n", oh);
+  }
+
+  guint n_archs = g_strv_length ((char **) archs);
+  Measure *m = g_new0 (Measure, n_archs * G_N_ELEMENTS (batches) * G_N_ELEMENTS (thread_counts));
+  double min_ratio = INFINITY;
+  for (guint ai = 0; ai < n_archs; ai++) {
+    const char *arch = archs[ai];
+    g_autofree char *model = g_strdup_printf ("%s/%s-realistic.onnx", work, arch);
+    {
+      char *argv_s[] = {sedp_bin, "model", "synth", "--arch", (char *) arch, "--seed", "1",
+                        "--preset", "realistic", "-o", model, NULL};
+      g_free (run (argv_s, "sedp model synth"));
+    }
+    for (guint bi = 0; bi < G_N_ELEMENTS (batches); bi++) {
+      for (guint ti = 0; ti < G_N_ELEMENTS (thread_counts); ti++) {
+        int batch = batches[bi], threads = thread_counts[ti];
+        Measure *x = &m[(ai * G_N_ELEMENTS (batches) + bi) * G_N_ELEMENTS (thread_counts) + ti];
+        /* Alternate the engines; start with a different one on each configuration so that
+         * neither always runs first after a model switch. */
+        for (int r = 0; r < reps; r++) {
+          for (int e = 0; e < 2; e++) {
+            gboolean sedp_turn = ((e + r + bi + ti) % 2) == 0;
+            if (sedp_turn) {
+              double gf = 0;
+              double v = sedp_rows_per_s (model, batch, threads, seconds, &gf);
+              if (v > x->sedp) {
+                x->sedp = v;
+                x->sedp_gflops = gf;
+              }
+            } else {
+              x->ort = MAX (x->ort, ort_rows_per_s (model, batch, threads, seconds));
+            }
+          }
+        }
+        double ratio = x->sedp / x->ort;
+        if (batch >= 64)
+          min_ratio = MIN (min_ratio, ratio);
+        fprintf (stderr, "%-7s batch %3d threads %d: sedp %10.0f rows/s (%.1f GFLOP/s), ort %10.0f rows/s, "
+                         "sedp/ort %.3f\n", arch, batch, threads, x->sedp, x->sedp_gflops, x->ort, ratio);
+        printf ("RESULT %s_b%d_t%d_sedp_rows_per_s=%.0f\n", arch, batch, threads, x->sedp);
+        printf ("RESULT %s_b%d_t%d_ort_rows_per_s=%.0f\n", arch, batch, threads, x->ort);
+        printf ("RESULT %s_b%d_t%d_over_ort=%.3f\n", arch, batch, threads, ratio);
+        fflush (stdout);
+      }
+    }
+    if (!keep)
+      g_unlink (model);
+  }
+
+  fprintf (stderr, "sgemm peak again …\n");
+  double peak2 = sgemm_peak (g_strcmp0 (g_getenv ("SEDP_BENCH_QUICK"), "1") == 0 ? 0.3 : 1.5);
+  fprintf (stderr, "  %.1f GFLOP/s\n", peak2);
+  peak = MAX (peak, peak2);
+  printf ("RESULT sgemm_peak_gflops=%.1f\n", peak);
+  for (guint ai = 0; ai < n_archs; ai++) {
+    /* batch 256 (index 2), threads 1 (index 0) */
+    Measure *x = &m[(ai * G_N_ELEMENTS (batches) + 2) * G_N_ELEMENTS (thread_counts) + 0];
+    printf ("RESULT %s_b256_t1_gflops=%.1f\n", archs[ai], x->sedp_gflops);
+    printf ("RESULT %s_b256_t1_peak_share=%.3f\n", archs[ai], x->sedp_gflops / peak);
+  }
+  printf ("RESULT min_over_ort_b64plus=%.3f\n", min_ratio);
+  if (!keep)
+    g_rmdir (work);
+  g_free (m);
+  return 0;
+}
