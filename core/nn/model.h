@@ -116,6 +116,45 @@ SEDP_API gboolean sedp_nn_tensor_save (const SedpNnTensor *tensor, const char *p
 /* The attribute @name of @node, or NULL. */
 SEDP_API const SedpNnAttr *sedp_nn_node_attr (const SedpNnNode *node, const char *name);
 
+/* The initializer named @name, or NULL. */
+SEDP_API const SedpNnTensor *sedp_nn_model_get_initializer (const SedpNnModel *model,
+                                                           const char *name);
+/* The index of the graph input named @name, or -1. */
+SEDP_API int sedp_nn_model_find_input (const SedpNnModel *model, const char *name);
+
+/* Building a model (synth, tests, tools). Strings are copied. The arrays of a model grow as
+ * things are added: a pointer returned by an add function stays valid until the next call that
+ * adds the same kind of thing (input, output, node, attribute of that node). */
+
+/* A graph input / output; @dims[k] = -1 is a symbolic dimension named @dim_params[k]
+ * (@dim_params may be NULL, or hold NULL for unnamed ones); @rank = -1 for an unknown shape. */
+SEDP_API SedpNnValueInfo *sedp_nn_model_add_input (SedpNnModel *model, const char *name,
+                                                   SedpNnDType dtype, int rank, const gint64 *dims,
+                                                   const char *const *dim_params);
+SEDP_API SedpNnValueInfo *sedp_nn_model_add_output (SedpNnModel *model, const char *name,
+                                                    SedpNnDType dtype, int rank,
+                                                    const gint64 *dims,
+                                                    const char *const *dim_params);
+/* Takes ownership of @tensor, which must have a name and data. */
+SEDP_API void sedp_nn_model_add_initializer (SedpNnModel *model, SedpNnTensor *tensor);
+/* A node of the default domain; @inputs and @outputs are NULL-terminated ("" for an omitted
+ * optional input); @name may be NULL. */
+SEDP_API SedpNnNode *sedp_nn_model_add_node (SedpNnModel *model, const char *op_type,
+                                             const char *name, const char *const *inputs,
+                                             const char *const *outputs);
+/* Set (add or replace) an attribute of @node. */
+SEDP_API void sedp_nn_node_set_attr_int (SedpNnNode *node, const char *name, gint64 value);
+SEDP_API void sedp_nn_node_set_attr_float (SedpNnNode *node, const char *name, float value);
+SEDP_API void sedp_nn_node_set_attr_string (SedpNnNode *node, const char *name,
+                                            const char *value);
+SEDP_API void sedp_nn_node_set_attr_ints (SedpNnNode *node, const char *name, guint n,
+                                          const gint64 *values);
+SEDP_API void sedp_nn_node_set_attr_floats (SedpNnNode *node, const char *name, guint n,
+                                            const float *values);
+/* Takes ownership of @tensor. */
+SEDP_API void sedp_nn_node_set_attr_tensor (SedpNnNode *node, const char *name,
+                                            SedpNnTensor *tensor);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnModel, sedp_nn_model_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnTensor, sedp_nn_tensor_free)
 

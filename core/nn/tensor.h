@@ -49,6 +49,10 @@ SEDP_API gint64 sedp_nn_tensor_numel (const SedpNnTensor *t);
 SEDP_API SedpNnTensor *sedp_nn_tensor_new (const char *name, SedpNnDType dtype, int rank,
                                            const gint64 *dims);
 SEDP_API void sedp_nn_tensor_free (SedpNnTensor *t);
+/* A deep copy of @t (name, shape, data) in a new aligned buffer. */
+SEDP_API SedpNnTensor *sedp_nn_tensor_dup (const SedpNnTensor *t);
+/* numel × element size. */
+SEDP_API gsize sedp_nn_tensor_nbytes (const SedpNnTensor *t);
 
 /* "[64, 128]". */
 SEDP_API char *sedp_nn_shape_to_string (int rank, const gint64 *dims);

@@ -1,0 +1,52 @@
+/* sedp — synthetic recommendation models, shaped as PyTorch's ONNX exporter writes them. */
+#pragma once
+
+#include "model.h"
+
+G_BEGIN_DECLS
+
+#define SEDP_NN_SYNTH_MAX_LAYERS 8
+
+/**
+ * SedpNnSynthOptions:
+ * Sizes of a synthetic model. Fill with sedp_nn_synth_options_init() and change what you need.
+ *
+ * Every model has a float input `dense` [batch, n_dense] and one int64 input `slot_K`
+ * [batch, ids_per_slot] per sparse slot (K = 0 … slots-1); the batch dimension is named "batch".
+ * Embedding tables are float initializers `emb_K` [rows, dim].
+ */
+typedef struct {
+  guint slots;          /* sparse slots, one embedding table each */
+  guint dim;            /* embedding dimension */
+  guint rows;           /* rows per embedding table */
+  guint ids_per_slot;   /* ids per row and slot (multi-hot length, fixed) */
+  guint n_dense;        /* dense features */
+  guint n_hidden;       /* the deep MLP (top MLP in dlrm): hidden layer sizes */
+  guint hidden[SEDP_NN_SYNTH_MAX_LAYERS];
+  guint n_bottom;       /* dlrm: bottom MLP hidden sizes (its last layer outputs dim) */
+  guint bottom[SEDP_NN_SYNTH_MAX_LAYERS];
+  guint cross_layers;   /* dcn: cross layers */
+  guint experts;        /* mmoe: experts */
+  guint n_expert_hidden; /* mmoe: expert MLP sizes (the last is the expert output) */
+  guint expert_hidden[SEDP_NN_SYNTH_MAX_LAYERS];
+  guint tower;          /* mmoe: hidden size of each task tower */
+  gint64 opset;         /* 11 … 21; 17 by default */
+} SedpNnSynthOptions;
+
+/* The architectures: "mlp", "dlrm", "dcn", "deepfm", "mmoe"; NULL-terminated. */
+SEDP_API const char *const *sedp_nn_synth_archs (void);
+
+/* Fills @opts with a preset: "small" (fast tests: a few slots, dim 8, 100 rows, hidden 32-16) or
+ * "realistic" (26 slots, dim 32, 10000 rows, 13 dense, hidden 512-256-128; mmoe 4 experts
+ * 256-128). @arch may be NULL; some presets differ per architecture. FALSE for an unknown
+ * preset. */
+SEDP_API gboolean sedp_nn_synth_options_init (SedpNnSynthOptions *opts, const char *preset,
+                                              const char *arch);
+
+/* A new model of architecture @arch with weights drawn from @seed (same arch, seed and options:
+ * the same model, bit for bit). @opts NULL means the small preset. Errors: INVALID for an unknown
+ * architecture or options out of range. */
+SEDP_API SedpNnModel *sedp_nn_synth (const char *arch, guint64 seed,
+                                     const SedpNnSynthOptions *opts, GError **error);
+
+G_END_DECLS
