@@ -9,6 +9,7 @@
  * returns the process exit status. */
 int sedp_cmd_check (int argc, char **argv);
 int sedp_cmd_inspect (int argc, char **argv);
+int sedp_cmd_model (int argc, char **argv);
 int sedp_cmd_run (int argc, char **argv);
 
 /* Prints "sedp SUBCOMMAND: MESSAGE" on stderr. */

@@ -277,19 +277,21 @@ activation (B *b, const char *scope, const char *act, const char *x)
 }
 
 /* nn.Linear(in, out) named @prefix: Gemm(x, W[out, in], b, transB=1), or MatMul(x, Wᵀ[in, out])
- * then Add(b, ·) as the exporter writes it for inputs of other ranks. */
+ * then Add(b, ·) as the exporter writes it for inputs of other ranks. Weights uniform with the
+ * variance that keeps activations at scale (@gain √2 before a ReLU), biases within ±0.1. */
 static const char *
-linear (B *b, const char *prefix, const char *x, guint in, guint out, gboolean matmul)
+linear_gain (B *b, const char *prefix, const char *x, guint in, guint out, gboolean matmul,
+             float gain)
 {
   g_autofree char *scope = g_strdup_printf ("/%s", prefix);
   g_autofree char *wname = g_strdup_printf ("%s.weight", prefix);
   g_autofree char *bname = g_strdup_printf ("%s.bias", prefix);
-  float a = 1.0f / sqrtf ((float) in);
+  float a = gain * sqrtf (3.0f / (float) in), ab = 0.1f;
   gint64 bdims[1] = {out};
   if (!matmul) {
     gint64 wdims[2] = {out, in};
     const char *w = init_uniform (b, wname, 2, wdims, -a, a);
-    const char *bias = init_uniform (b, bname, 1, bdims, -a, a);
+    const char *bias = init_uniform (b, bname, 1, bdims, -ab, ab);
     SedpNnNode *n = add (b, scope, "Gemm", x, w, bias, NULL);
     sedp_nn_node_set_attr_float (n, "alpha", 1.0f);
     sedp_nn_node_set_attr_float (n, "beta", 1.0f);
@@ -299,9 +301,15 @@ linear (B *b, const char *prefix, const char *x, guint in, guint out, gboolean m
   gint64 wdims[2] = {in, out};
   g_autofree char *wt = anon_name (b, "MatMul");
   const char *w = init_uniform (b, wt, 2, wdims, -a, a);
-  const char *bias = init_uniform (b, bname, 1, bdims, -a, a);
+  const char *bias = init_uniform (b, bname, 1, bdims, -ab, ab);
   const char *mm = OUT (add (b, scope, "MatMul", x, w, NULL));
   return OUT (add (b, scope, "Add", bias, mm, NULL));
+}
+
+static const char *
+linear (B *b, const char *prefix, const char *x, guint in, guint out, gboolean matmul)
+{
+  return linear_gain (b, prefix, x, in, out, matmul, 1.0f);
 }
 
 /* An MLP @prefix.0, @prefix.1, … with @act after every layer (@last_act after the last one, none
@@ -312,9 +320,11 @@ mlp (B *b, const char *prefix, const char *x, guint in, guint n, const guint *si
 {
   for (guint k = 0; k < n; k++) {
     g_autofree char *p = g_strdup_printf ("%s.%u", prefix, 2 * k);
-    x = linear (b, p, x, in, sizes[k], alternate && (k % 2 == 1));
-    in = sizes[k];
     const char *a = k + 1 == n ? last_act : act;
+    gboolean rectifier = a && (strcmp (a, "Relu") == 0 || strcmp (a, "LeakyRelu") == 0);
+    x = linear_gain (b, p, x, in, sizes[k], alternate && (k % 2 == 1),
+                     rectifier ? (float) G_SQRT2 : 1.0f);
+    in = sizes[k];
     if (a) {
       g_autofree char *s = g_strdup_printf ("/%s.%u", prefix, 2 * k + 1);
       x = activation (b, s, a, x);

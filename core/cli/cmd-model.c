@@ -1,0 +1,683 @@
+/* sedp model — ONNX models: info, eval, bench, synth. */
+#include "cli.h"
+
+#include "../nn/plan.h"
+#include "../nn/synth.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "[batch, 13]": symbolic dims by name. */
+static char *
+value_shape (const SedpNnValueInfo *vi)
+{
+  if (vi->rank < 0)
+    return g_strdup ("(unknown shape)");
+  GString *s = g_string_new ("[");
+  for (int k = 0; k < vi->rank; k++) {
+    if (k)
+      g_string_append (s, ", ");
+    if (vi->dims[k] >= 0)
+      g_string_append_printf (s, "%" G_GINT64_FORMAT, vi->dims[k]);
+    else
+      g_string_append (s, vi->dim_params[k] ? vi->dim_params[k] : "?");
+  }
+  g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
+}
+
+static SedpNnModel *
+load_model (const char *sub, const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  SedpNnModel *model = sedp_nn_model_load (path, &error);
+  if (model == NULL)
+    sedp_cli_error (sub, error->message);
+  return model;
+}
+
+/* The batch a plan for FLOPs per row is made with: the fixed first dimension of the first
+ * input if it has one, else 1. */
+static gint64
+natural_batch (const SedpNnModel *model)
+{
+  if (model->n_inputs > 0 && model->inputs[0].rank > 0 && model->inputs[0].dims[0] > 0)
+    return model->inputs[0].dims[0];
+  return 1;
+}
+
+static int
+cmd_info (int argc, char **argv)
+{
+  gboolean verbose = FALSE;
+  const GOptionEntry entries[] = {
+    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Also print the compiled schedule", NULL},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("model info", "MODEL.onnx",
+                       "Prints the model's IR version, opset and producer, its inputs and outputs "
+                       "with shapes, a histogram of its operators, its parameter count and the "
+                       "FLOPs per row of the compiled plan (or why it cannot be compiled).",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    sedp_cli_error ("model info", "expected one MODEL.onnx (see --help)");
+    return 2;
+  }
+  g_autoptr (SedpNnModel) model = load_model ("model info", argv[1]);
+  if (model == NULL)
+    return 1;
+
+  printf ("model:       %s\n", argv[1]);
+  printf ("ir_version:  %" G_GINT64_FORMAT "\n", model->ir_version);
+  printf ("opset:       %" G_GINT64_FORMAT "\n", model->opset);
+  printf ("producer:    %s\n", model->producer ? model->producer : "(none)");
+  if (model->graph_name && *model->graph_name)
+    printf ("graph:       %s\n", model->graph_name);
+
+  printf ("inputs:      %u\n", model->n_inputs);
+  for (guint k = 0; k < model->n_inputs; k++) {
+    g_autofree char *shape = value_shape (&model->inputs[k]);
+    printf ("  %-24s %-8s %s\n", model->inputs[k].name, sedp_nn_dtype_name (model->inputs[k].dtype),
+            shape);
+  }
+  printf ("outputs:     %u\n", model->n_outputs);
+  for (guint k = 0; k < model->n_outputs; k++) {
+    g_autofree char *shape = value_shape (&model->outputs[k]);
+    printf ("  %-24s %-8s %s\n", model->outputs[k].name,
+            sedp_nn_dtype_name (model->outputs[k].dtype), shape);
+  }
+
+  /* Operators, most frequent first (then by name). */
+  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint k = 0; k < model->n_nodes; k++) {
+    const SedpNnNode *n = &model->nodes[k];
+    char *key = n->domain && *n->domain ? g_strdup_printf ("%s.%s", n->domain, n->op_type)
+                                        : g_strdup (n->op_type);
+    guint c = GPOINTER_TO_UINT (g_hash_table_lookup (counts, key));
+    g_hash_table_replace (counts, key, GUINT_TO_POINTER (c + 1));
+  }
+  guint n_ops = 0;
+  g_autofree gpointer *ops = g_hash_table_get_keys_as_array (counts, &n_ops);
+  for (guint i = 1; i < n_ops; i++)
+    for (guint j = i; j > 0; j--) {
+      guint a = GPOINTER_TO_UINT (g_hash_table_lookup (counts, ops[j - 1]));
+      guint b = GPOINTER_TO_UINT (g_hash_table_lookup (counts, ops[j]));
+      if (a > b || (a == b && strcmp (ops[j - 1], ops[j]) <= 0))
+        break;
+      gpointer t = ops[j - 1];
+      ops[j - 1] = ops[j];
+      ops[j] = t;
+    }
+  printf ("operators:   %u nodes, %u kinds\n", model->n_nodes, n_ops);
+  for (guint i = 0; i < n_ops; i++)
+    printf ("  %-24s %u\n", (const char *) ops[i],
+            GPOINTER_TO_UINT (g_hash_table_lookup (counts, ops[i])));
+
+  guint64 params = 0, bytes = 0;
+  for (guint k = 0; k < model->n_initializers; k++) {
+    params += (guint64) sedp_nn_tensor_numel (model->initializers[k]);
+    bytes += sedp_nn_tensor_nbytes (model->initializers[k]);
+  }
+  printf ("parameters:  %" G_GUINT64_FORMAT " in %u initializers (%.2f MiB)\n", params,
+          model->n_initializers, (double) bytes / (1024.0 * 1024.0));
+
+  gint64 batch = natural_batch (model);
+  g_autoptr (GError) error = NULL;
+  SedpNnPlan *plan = sedp_nn_plan_new (model, batch, &error);
+  if (plan == NULL) {
+    printf ("flops/row:   unavailable: %s\n", error->message);
+    return 0;
+  }
+  double flops = sedp_nn_plan_get_flops (plan) / (double) batch;
+  printf ("flops/row:   %.0f (%.3f MFLOP)\n", flops, flops / 1e6);
+  printf ("arena:       %zu bytes at batch %" G_GINT64_FORMAT "\n",
+          sedp_nn_plan_get_arena_size (plan), batch);
+  if (verbose) {
+    g_autoptr (GString) s = g_string_new (NULL);
+    sedp_nn_plan_describe (plan, s);
+    fputs (s->str, stdout);
+  }
+  sedp_nn_plan_free (plan);
+  return 0;
+}
+
+static int
+cmd_eval (int argc, char **argv)
+{
+  g_auto (GStrv) inputs = NULL;
+  g_autofree char *outdir = NULL;
+  const GOptionEntry entries[] = {
+    {"input", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
+     "A serialized TensorProto, one per graph input in graph-input order (initializers "
+     "excluded)",
+     "INPUT_K.pb"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &outdir,
+     "Folder to write output_0.pb … into (created if missing)", "OUTDIR"},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("model eval", "MODEL.onnx",
+                       "Runs MODEL.onnx once on the given inputs (the layout of ONNX's backend "
+                       "test data: input_0.pb …) and writes OUTDIR/output_0.pb … as TensorProto "
+                       "in graph-output order. The batch is the first dimension of input 0.",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    sedp_cli_error ("model eval", "expected one MODEL.onnx (see --help)");
+    return 2;
+  }
+  if (outdir == NULL) {
+    sedp_cli_error ("model eval", "missing -o OUTDIR (see --help)");
+    return 2;
+  }
+  g_autoptr (SedpNnModel) model = load_model ("model eval", argv[1]);
+  if (model == NULL)
+    return 1;
+  guint n_given = inputs ? g_strv_length (inputs) : 0;
+  if (n_given != model->n_inputs) {
+    g_autofree char *msg =
+      g_strdup_printf ("%s takes %u input%s, %u given with -i", argv[1], model->n_inputs,
+                       model->n_inputs == 1 ? "" : "s", n_given);
+    sedp_cli_error ("model eval", msg);
+    return 2;
+  }
+
+  g_autoptr (GPtrArray) tensors = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+  g_autofree SedpNnTensor *in = g_new0 (SedpNnTensor, n_given ? n_given : 1);
+  g_autoptr (GError) error = NULL;
+  for (guint k = 0; k < n_given; k++) {
+    SedpNnTensor *t = sedp_nn_tensor_load (inputs[k], &error);
+    if (t == NULL) {
+      sedp_cli_error ("model eval", error->message);
+      return 1;
+    }
+    g_ptr_array_add (tensors, t);
+    in[k] = *t;
+  }
+  gint64 batch = n_given > 0 && in[0].rank > 0 ? in[0].dims[0] : natural_batch (model);
+  if (batch < 1) {
+    sedp_cli_error ("model eval", "input 0 has an empty first dimension (batch 0)");
+    return 1;
+  }
+  SedpNnPlan *plan = sedp_nn_plan_new (model, batch, &error);
+  if (plan == NULL) {
+    sedp_cli_error ("model eval", error->message);
+    return 1;
+  }
+  guint n_out = sedp_nn_plan_get_n_outputs (plan);
+  g_autofree SedpNnTensor *out = g_new0 (SedpNnTensor, n_out ? n_out : 1);
+  int status = 0;
+  if (!sedp_nn_plan_run (plan, n_given, in, n_out, out, &error)) {
+    sedp_cli_error ("model eval", error->message);
+    status = 1;
+    goto done;
+  }
+  if (g_mkdir_with_parents (outdir, 0777) != 0) {
+    g_autofree char *msg = g_strdup_printf ("cannot create %s: %s", outdir, g_strerror (errno));
+    sedp_cli_error ("model eval", msg);
+    status = 1;
+    goto done;
+  }
+  for (guint k = 0; k < n_out; k++) {
+    SedpNnTensor t = out[k];
+    t.name = k < model->n_outputs ? model->outputs[k].name : t.name;
+    g_autofree char *file = g_strdup_printf ("output_%u.pb", k);
+    g_autofree char *path = g_build_filename (outdir, file, NULL);
+    if (!sedp_nn_tensor_save (&t, path, &error)) {
+      sedp_cli_error ("model eval", error->message);
+      status = 1;
+      goto done;
+    }
+  }
+done:
+  sedp_nn_plan_free (plan);
+  return status;
+}
+
+/* ---- bench ---- */
+
+/* The number of rows of the embedding table input @name indexes: the first dimension of the
+ * initializer that a Gather reading @name as its indices gathers from (following Cast, Identity
+ * and shape-only ops on the way); the smallest if several; 0 if none. */
+static gint64
+index_range (const SedpNnModel *model, const char *name)
+{
+  static const char *const pass[] = {"Cast", "Identity", "Reshape", "Flatten", "Squeeze",
+                                     "Unsqueeze", NULL};
+  gint64 rows = 0;
+  g_autoptr (GPtrArray) todo = g_ptr_array_new ();
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_ptr_array_add (todo, (gpointer) name);
+  while (todo->len > 0) {
+    const char *v = g_ptr_array_steal_index_fast (todo, todo->len - 1);
+    if (!g_hash_table_add (seen, (gpointer) v))
+      continue;
+    for (guint k = 0; k < model->n_nodes; k++) {
+      const SedpNnNode *n = &model->nodes[k];
+      if (strcmp (n->op_type, "Gather") == 0 && n->n_inputs >= 2 &&
+          strcmp (n->inputs[1], v) == 0) {
+        const SedpNnTensor *t = sedp_nn_model_get_initializer (model, n->inputs[0]);
+        const SedpNnAttr *axis = sedp_nn_node_attr (n, "axis");
+        gint64 ax = axis ? axis->i : 0;
+        if (t && t->rank > 0 && ax >= -t->rank && ax < t->rank) {
+          gint64 r = t->dims[ax < 0 ? ax + t->rank : ax];
+          if (rows == 0 || r < rows)
+            rows = r;
+        }
+      } else if (g_strv_contains (pass, n->op_type) && n->n_inputs >= 1 && n->n_outputs >= 1 &&
+                 strcmp (n->inputs[0], v) == 0) {
+        g_ptr_array_add (todo, n->outputs[0]);
+      }
+    }
+  }
+  return rows;
+}
+
+typedef struct {
+  SedpNnPlan *plan;
+  GPtrArray *inputs; /* SedpNnTensor, owned */
+  SedpNnTensor *in;  /* views of @inputs */
+  SedpNnTensor *out;
+  guint n_out;
+  guint64 runs;
+  gint64 t_start, t_end;
+  char *error;
+} Worker;
+
+typedef struct {
+  GMutex lock;
+  GCond cond;
+  gboolean go;
+  gint64 warmup_end, end;
+} Race;
+
+static Race race;
+
+static gpointer
+bench_thread (gpointer data)
+{
+  Worker *w = data;
+  g_autoptr (GError) error = NULL;
+  g_mutex_lock (&race.lock);
+  while (!race.go)
+    g_cond_wait (&race.cond, &race.lock);
+  g_mutex_unlock (&race.lock);
+  while (g_get_monotonic_time () < race.warmup_end)
+    if (!sedp_nn_plan_run (w->plan, w->inputs->len, w->in, w->n_out, w->out, &error))
+      goto fail;
+  w->t_start = g_get_monotonic_time ();
+  do {
+    if (!sedp_nn_plan_run (w->plan, w->inputs->len, w->in, w->n_out, w->out, &error))
+      goto fail;
+    w->runs++;
+  } while ((w->t_end = g_get_monotonic_time ()) < race.end);
+  return NULL;
+fail:
+  w->error = g_strdup (error->message);
+  return NULL;
+}
+
+static void
+fill_random (SedpNnTensor *t, gint64 range, guint64 *state)
+{
+  gint64 n = sedp_nn_tensor_numel (t);
+  for (gint64 k = 0; k < n; k++) {
+    /* xorshift64* */
+    guint64 x = *state;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *state = x;
+    guint64 r = x * 0x2545f4914f6cdd1dULL;
+    double u = (double) (r >> 11) / (double) (1ULL << 53);
+    switch (t->dtype) {
+    case SEDP_NN_FLOAT:
+      ((float *) t->data)[k] = (float) u;
+      break;
+    case SEDP_NN_DOUBLE:
+      ((double *) t->data)[k] = u;
+      break;
+    case SEDP_NN_INT64:
+      ((gint64 *) t->data)[k] = range > 0 ? (gint64) (r % (guint64) range) : 0;
+      break;
+    case SEDP_NN_INT32:
+      ((gint32 *) t->data)[k] = range > 0 ? (gint32) (r % (guint64) range) : 0;
+      break;
+    default:
+      ((guint8 *) t->data)[k] = range > 0 ? (guint8) (r % (guint64) MIN (range, 256)) : (r >> 63);
+      break;
+    }
+  }
+}
+
+static int
+cmd_bench (int argc, char **argv)
+{
+  gint64 batch = 64;
+  int threads = 1;
+  double seconds = 2.0;
+  gint64 seed = 1;
+  const GOptionEntry entries[] = {
+    {"batch", 'b', 0, G_OPTION_ARG_INT64, &batch, "Rows per run (default 64)", "N"},
+    {"threads", 't', 0, G_OPTION_ARG_INT, &threads,
+     "Threads, each running its own plan (default 1)", "T"},
+    {"seconds", 's', 0, G_OPTION_ARG_DOUBLE, &seconds, "Measured time (default 2)", "S"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs (default 1)", "SEED"},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("model bench", "MODEL.onnx",
+                       "Runs MODEL.onnx on random valid inputs (floats uniform in [0, 1), ids "
+                       "uniform over the rows of the table they index) in T threads, each with "
+                       "its own plan of N rows and OpenBLAS single-threaded, for S seconds after "
+                       "a short warm-up. Prints RESULT rows_per_s=… (T × N × runs per second) and "
+                       "RESULT gflops=….",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    sedp_cli_error ("model bench", "expected one MODEL.onnx (see --help)");
+    return 2;
+  }
+  if (batch < 1 || batch > 1 << 24) {
+    sedp_cli_error ("model bench", "--batch must be between 1 and 16777216");
+    return 2;
+  }
+  if (threads < 1 || threads > 256) {
+    sedp_cli_error ("model bench", "--threads must be between 1 and 256");
+    return 2;
+  }
+  if (!(seconds > 0 && seconds <= 3600)) {
+    sedp_cli_error ("model bench", "--seconds must be more than 0 and at most 3600");
+    return 2;
+  }
+  g_autoptr (SedpNnModel) model = load_model ("model bench", argv[1]);
+  if (model == NULL)
+    return 1;
+  sedp_nn_set_blas_threads (1);
+
+  int status = 0;
+  Worker *w = g_new0 (Worker, threads);
+  GThread **th = g_new0 (GThread *, threads);
+  double flops = 0;
+  for (int i = 0; i < threads; i++) {
+    g_autoptr (GError) error = NULL;
+    w[i].plan = sedp_nn_plan_new (model, batch, &error);
+    if (w[i].plan == NULL) {
+      sedp_cli_error ("model bench", error->message);
+      status = 1;
+      goto done;
+    }
+    flops = sedp_nn_plan_get_flops (w[i].plan);
+    guint n_in = sedp_nn_plan_get_n_inputs (w[i].plan);
+    w[i].inputs = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+    w[i].in = g_new0 (SedpNnTensor, n_in ? n_in : 1);
+    guint64 state = (guint64) seed * 0x9e3779b97f4a7c15ULL + (guint64) i + 1;
+    for (guint k = 0; k < n_in; k++) {
+      const SedpNnTensor *info = sedp_nn_plan_get_input (w[i].plan, k);
+      SedpNnTensor *t = sedp_nn_tensor_new (info->name, info->dtype, info->rank, info->dims);
+      gint64 range = 0;
+      if (info->dtype == SEDP_NN_INT64 || info->dtype == SEDP_NN_INT32 ||
+          info->dtype == SEDP_NN_INT8 || info->dtype == SEDP_NN_UINT8)
+        range = k < model->n_inputs ? index_range (model, model->inputs[k].name) : 0;
+      else if (info->dtype == SEDP_NN_BOOL)
+        range = 2;
+      fill_random (t, range, &state);
+      g_ptr_array_add (w[i].inputs, t);
+      w[i].in[k] = *t;
+    }
+    w[i].n_out = sedp_nn_plan_get_n_outputs (w[i].plan);
+    w[i].out = g_new0 (SedpNnTensor, w[i].n_out ? w[i].n_out : 1);
+    /* One run first: a model that fails on these inputs fails here, with its message. */
+    if (!sedp_nn_plan_run (w[i].plan, n_in, w[i].in, w[i].n_out, w[i].out, &error)) {
+      sedp_cli_error ("model bench", error->message);
+      status = 1;
+      goto done;
+    }
+  }
+
+  g_mutex_init (&race.lock);
+  g_cond_init (&race.cond);
+  for (int i = 0; i < threads; i++)
+    th[i] = g_thread_new ("bench", bench_thread, &w[i]);
+  g_mutex_lock (&race.lock);
+  gint64 now = g_get_monotonic_time ();
+  race.warmup_end = now + (gint64) (MIN (0.5, seconds / 4) * G_USEC_PER_SEC);
+  race.end = race.warmup_end + (gint64) (seconds * G_USEC_PER_SEC);
+  race.go = TRUE;
+  g_cond_broadcast (&race.cond);
+  g_mutex_unlock (&race.lock);
+  guint64 runs = 0;
+  gint64 t0 = G_MAXINT64, t1 = 0;
+  for (int i = 0; i < threads; i++) {
+    g_thread_join (th[i]);
+    th[i] = NULL;
+  }
+  for (int i = 0; i < threads; i++) {
+    if (w[i].error) {
+      sedp_cli_error ("model bench", w[i].error);
+      status = 1;
+      goto done;
+    }
+    runs += w[i].runs;
+    t0 = MIN (t0, w[i].t_start);
+    t1 = MAX (t1, w[i].t_end);
+  }
+  double elapsed = (double) (t1 - t0) / G_USEC_PER_SEC;
+  double rows_per_s = (double) runs * (double) batch / elapsed;
+  double gflops = flops * (double) runs / elapsed / 1e9;
+  printf ("model %s: batch %" G_GINT64_FORMAT ", %d thread%s, %" G_GUINT64_FORMAT
+          " runs in %.3f s, %.1f us per run, %.0f FLOPs per row\n",
+          argv[1], batch, threads, threads == 1 ? "" : "s", runs, elapsed,
+          elapsed * 1e6 * threads / (double) MAX (runs, 1), flops / (double) batch);
+  printf ("RESULT rows_per_s=%.1f\n", rows_per_s);
+  printf ("RESULT gflops=%.3f\n", gflops);
+  g_mutex_clear (&race.lock);
+  g_cond_clear (&race.cond);
+
+done:
+  for (int i = 0; i < threads; i++) {
+    if (w[i].inputs)
+      g_ptr_array_unref (w[i].inputs);
+    g_free (w[i].in);
+    g_free (w[i].out);
+    g_free (w[i].error);
+    if (w[i].plan)
+      sedp_nn_plan_free (w[i].plan);
+  }
+  g_free (w);
+  g_free (th);
+  return status;
+}
+
+/* ---- synth ---- */
+
+/* "512,256,128" → sizes. */
+static gboolean
+parse_layers (const char *opt, const char *text, guint *n, guint *sizes, gboolean allow_empty)
+{
+  g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+  guint count = 0;
+  for (char **p = parts; *p; p++) {
+    g_strstrip (*p);
+    if (**p == '\0' && parts[1] == NULL && allow_empty)
+      break;
+    guint64 v = 0;
+    if (count >= SEDP_NN_SYNTH_MAX_LAYERS ||
+        !g_ascii_string_to_unsigned (*p, 10, 1, 65536, &v, NULL)) {
+      g_autofree char *msg = g_strdup_printf (
+        "--%s wants up to %d comma-separated sizes between 1 and 65536, not '%s'", opt,
+        SEDP_NN_SYNTH_MAX_LAYERS, text);
+      sedp_cli_error ("model synth", msg);
+      return FALSE;
+    }
+    sizes[count++] = (guint) v;
+  }
+  if (count == 0 && !allow_empty) {
+    g_autofree char *msg = g_strdup_printf ("--%s wants at least one size", opt);
+    sedp_cli_error ("model synth", msg);
+    return FALSE;
+  }
+  *n = count;
+  return TRUE;
+}
+
+static int
+cmd_synth (int argc, char **argv)
+{
+  g_autofree char *arch = NULL, *seed_text = NULL, *preset = NULL, *out = NULL;
+  g_autofree char *hidden = NULL, *bottom = NULL, *expert_hidden = NULL;
+  int slots = -1, dim = -1, rows = -1, ids = -1, dense = -1, cross = -1, experts = -1;
+  int tower = -1, opset = -1;
+  const GOptionEntry entries[] = {
+    {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "mlp, dlrm, dcn, deepfm or mmoe", "ARCH"},
+    {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text, "Seed of the weights (default 1)", "S"},
+    {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "small (default) or realistic", "PRESET"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "The ONNX file to write", "FILE.onnx"},
+    {"slots", 0, 0, G_OPTION_ARG_INT, &slots, "Sparse slots (embedding tables)", "N"},
+    {"dim", 0, 0, G_OPTION_ARG_INT, &dim, "Embedding dimension", "D"},
+    {"rows", 0, 0, G_OPTION_ARG_INT, &rows, "Rows per embedding table", "R"},
+    {"ids-per-slot", 0, 0, G_OPTION_ARG_INT, &ids, "Ids per row and slot (multi-hot length)",
+     "L"},
+    {"dense", 0, 0, G_OPTION_ARG_INT, &dense, "Dense features", "N"},
+    {"hidden", 0, 0, G_OPTION_ARG_STRING, &hidden, "Deep (top) MLP sizes, e.g. 512,256,128",
+     "SIZES"},
+    {"bottom", 0, 0, G_OPTION_ARG_STRING, &bottom,
+     "dlrm: bottom MLP hidden sizes (its last layer outputs --dim)", "SIZES"},
+    {"cross-layers", 0, 0, G_OPTION_ARG_INT, &cross, "dcn: cross layers", "N"},
+    {"experts", 0, 0, G_OPTION_ARG_INT, &experts, "mmoe: experts", "K"},
+    {"expert-hidden", 0, 0, G_OPTION_ARG_STRING, &expert_hidden, "mmoe: expert MLP sizes",
+     "SIZES"},
+    {"tower", 0, 0, G_OPTION_ARG_INT, &tower, "mmoe: hidden size of the task towers", "N"},
+    {"opset", 0, 0, G_OPTION_ARG_INT, &opset, "ONNX opset, 11 to 21 (default 17)", "V"},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("model synth", "",
+                       "Writes a synthetic recommendation model as a complete ONNX graph shaped "
+                       "like a PyTorch export: inputs 'dense' float [batch, N] and 'slot_K' "
+                       "int64 [batch, L]; embedding tables 'emb_K' as Gather initializers with "
+                       "sum or mean pooling; then the dense part of ARCH. Weights are drawn from "
+                       "SEED: the same arguments write the same file.",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    sedp_cli_error ("model synth", "unexpected arguments (see --help)");
+    return 2;
+  }
+  if (arch == NULL) {
+    sedp_cli_error ("model synth", "missing --arch (mlp, dlrm, dcn, deepfm or mmoe)");
+    return 2;
+  }
+  if (!g_strv_contains (sedp_nn_synth_archs (), arch)) {
+    g_autofree char *list = g_strjoinv (", ", (char **) sedp_nn_synth_archs ());
+    g_autofree char *msg = g_strdup_printf ("unknown --arch '%s' (known: %s)", arch, list);
+    sedp_cli_error ("model synth", msg);
+    return 2;
+  }
+  if (out == NULL) {
+    sedp_cli_error ("model synth", "missing -o FILE.onnx");
+    return 2;
+  }
+  guint64 seed = 1;
+  if (seed_text && !g_ascii_string_to_unsigned (seed_text, 10, 0, G_MAXUINT64, &seed, NULL)) {
+    g_autofree char *msg = g_strdup_printf ("--seed wants a non-negative integer, not '%s'",
+                                            seed_text);
+    sedp_cli_error ("model synth", msg);
+    return 2;
+  }
+  SedpNnSynthOptions o;
+  if (!sedp_nn_synth_options_init (&o, preset ? preset : "small", arch)) {
+    g_autofree char *msg = g_strdup_printf ("unknown --preset '%s' (small or realistic)", preset);
+    sedp_cli_error ("model synth", msg);
+    return 2;
+  }
+#define SET(var, field, opt)                                                                    \
+  if (var != -1) {                                                                              \
+    if (var < 0) {                                                                              \
+      sedp_cli_error ("model synth", "--" opt " must not be negative");                         \
+      return 2;                                                                                 \
+    }                                                                                           \
+    o.field = (guint) var;                                                                      \
+  }
+  SET (slots, slots, "slots");
+  SET (dim, dim, "dim");
+  SET (rows, rows, "rows");
+  SET (ids, ids_per_slot, "ids-per-slot");
+  SET (dense, n_dense, "dense");
+  SET (cross, cross_layers, "cross-layers");
+  SET (experts, experts, "experts");
+  SET (tower, tower, "tower");
+#undef SET
+  if (opset != -1)
+    o.opset = opset;
+  if (hidden && !parse_layers ("hidden", hidden, &o.n_hidden, o.hidden, FALSE))
+    return 2;
+  if (bottom && !parse_layers ("bottom", bottom, &o.n_bottom, o.bottom, TRUE))
+    return 2;
+  if (expert_hidden &&
+      !parse_layers ("expert-hidden", expert_hidden, &o.n_expert_hidden, o.expert_hidden, FALSE))
+    return 2;
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpNnModel) model = sedp_nn_synth (arch, seed, &o, &error);
+  if (model == NULL) {
+    sedp_cli_error ("model synth", error->message);
+    return 2;
+  }
+  if (!sedp_nn_model_save (model, out, &error)) {
+    sedp_cli_error ("model synth", error->message);
+    return 1;
+  }
+  guint64 params = 0;
+  for (guint k = 0; k < model->n_initializers; k++)
+    params += (guint64) sedp_nn_tensor_numel (model->initializers[k]);
+  printf ("wrote %s: %s, seed %" G_GUINT64_FORMAT ", opset %" G_GINT64_FORMAT
+          ", %u inputs, %u outputs, %u nodes, %" G_GUINT64_FORMAT " parameters\n",
+          out, arch, seed, model->opset, model->n_inputs, model->n_outputs, model->n_nodes, params);
+  return 0;
+}
+
+/* ---- dispatch ---- */
+
+typedef struct {
+  const char *name;
+  int (*run) (int argc, char **argv);
+  const char *summary;
+} Sub;
+
+static const Sub subs[] = {
+  {"info", cmd_info, "Inputs, outputs, operators, parameters and FLOPs of an ONNX model"},
+  {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
+  {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
+  {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe)"},
+};
+
+static void
+model_usage (FILE *f)
+{
+  fprintf (f, "Usage: sedp model COMMAND [OPTION…]\n\nONNX models of the dense engine.\n\n"
+              "Commands:\n");
+  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
+    fprintf (f, "  %-8s %s\n", subs[i].name, subs[i].summary);
+  fprintf (f, "\nRun 'sedp model COMMAND --help' for a command's options.\n");
+}
+
+int
+sedp_cmd_model (int argc, char **argv)
+{
+  if (argc < 2) {
+    model_usage (stderr);
+    return 2;
+  }
+  const char *sub = argv[1];
+  if (strcmp (sub, "--help") == 0 || strcmp (sub, "-h") == 0 || strcmp (sub, "help") == 0) {
+    model_usage (stdout);
+    return 0;
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
+    if (strcmp (sub, subs[i].name) == 0)
+      return subs[i].run (argc - 1, argv + 1);
+  fprintf (stderr, "sedp model: unknown command '%s'\n\n", sub);
+  model_usage (stderr);
+  return 2;
+}
