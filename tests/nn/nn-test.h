@@ -1,9 +1,6 @@
-/* sedp nn tests — building tiny models in memory, running them, comparing with references.
- *
- * Models are built by filling SedpNnModel directly with g_malloc'ed fields (names with
- * g_strdup, arrays with g_new, initializers and tensor attributes with sedp_nn_tensor_new), the
- * way sedp_nn_model_unref() frees them. Nothing here calls engine code to compute an expected
- * value: references are literals or naive loops in double precision. */
+/* sedp nn tests — building tiny models in memory (with model.h's builder functions), running
+ * them, comparing with references. Nothing here calls engine code to compute an expected value:
+ * references are literals or naive loops in double precision. */
 #pragma once
 
 #include "test-common.h"
@@ -17,18 +14,11 @@
 /* ---- building ---- */
 
 /* dims: -1 marks the symbolic batch dimension "N". */
-static inline void
-tb_value_info (SedpNnValueInfo *vi, const char *name, SedpNnDType dtype, int rank, const gint64 *dims)
+static inline const char *const *
+tb_dim_params (int rank, const gint64 *dims)
 {
-  memset (vi, 0, sizeof *vi);
-  vi->name = g_strdup (name);
-  vi->dtype = dtype;
-  vi->rank = rank;
-  for (int k = 0; k < rank && k < SEDP_NN_MAX_RANK; k++) {
-    vi->dims[k] = dims[k];
-    if (dims[k] < 0)
-      vi->dim_params[k] = g_strdup ("N");
-  }
+  static const char *const names[SEDP_NN_MAX_RANK] = {"N", "N", "N", "N", "N", "N", "N", "N"};
+  return rank > 0 && dims ? names : NULL;
 }
 
 static inline SedpNnModel *
@@ -42,18 +32,14 @@ tb_new (gint64 opset)
 static inline void
 tb_input (SedpNnModel *m, const char *name, SedpNnDType dtype, int rank, const gint64 *dims)
 {
-  m->inputs = g_renew (SedpNnValueInfo, m->inputs, m->n_inputs + 1);
-  tb_value_info (&m->inputs[m->n_inputs++], name, dtype, rank, dims);
+  g_assert (sedp_nn_model_add_input (m, name, dtype, rank, dims, tb_dim_params (rank, dims)));
 }
 
 /* rank -1: shape left unknown (inferred by the engine). */
 static inline void
 tb_output (SedpNnModel *m, const char *name, SedpNnDType dtype, int rank, const gint64 *dims)
 {
-  m->outputs = g_renew (SedpNnValueInfo, m->outputs, m->n_outputs + 1);
-  tb_value_info (&m->outputs[m->n_outputs++], name, dtype, rank < 0 ? 0 : rank, dims);
-  if (rank < 0)
-    m->outputs[m->n_outputs - 1].rank = -1;
+  g_assert (sedp_nn_model_add_output (m, name, dtype, rank, dims, tb_dim_params (rank, dims)));
 }
 
 static inline SedpNnTensor *
@@ -70,8 +56,7 @@ static inline void
 tb_init (SedpNnModel *m, const char *name, SedpNnDType dtype, int rank, const gint64 *dims,
          gconstpointer data)
 {
-  m->initializers = g_renew (SedpNnTensor *, m->initializers, m->n_initializers + 1);
-  m->initializers[m->n_initializers++] = tb_tensor (name, dtype, rank, dims, data);
+  sedp_nn_model_add_initializer (m, tb_tensor (name, dtype, rank, dims, data));
 }
 
 static inline void
@@ -101,77 +86,57 @@ tb_scalar_f (SedpNnModel *m, const char *name, float v)
   tb_init_f (m, name, 0, NULL, &v);
 }
 
+/* "a,,c" → {"a", "", "c", NULL}; "" → {NULL}. */
 static inline char **
-tb_split (const char *list, guint *n)
+tb_split (const char *list)
 {
-  if (list == NULL || *list == '\0') {
-    *n = 0;
+  if (list == NULL || *list == '\0')
     return g_new0 (char *, 1);
-  }
-  char **v = g_strsplit (list, ",", -1);
-  *n = g_strv_length (v);
-  return v;
+  return g_strsplit (list, ",", -1);
 }
 
 /* @inputs, @outputs: comma-separated names; an empty name ("a,,c") is an omitted optional
- * input. */
+ * input. The node pointer is valid until the next tb_node() on @m. */
 static inline SedpNnNode *
 tb_node (SedpNnModel *m, const char *op, const char *name, const char *inputs, const char *outputs)
 {
-  m->nodes = g_renew (SedpNnNode, m->nodes, m->n_nodes + 1);
-  SedpNnNode *n = &m->nodes[m->n_nodes++];
-  memset (n, 0, sizeof *n);
-  n->name = g_strdup (name ? name : "");
-  n->op_type = g_strdup (op);
-  n->domain = g_strdup ("");
-  n->inputs = tb_split (inputs, &n->n_inputs);
-  n->outputs = tb_split (outputs, &n->n_outputs);
+  g_auto (GStrv) in = tb_split (inputs);
+  g_auto (GStrv) out = tb_split (outputs);
+  SedpNnNode *n = sedp_nn_model_add_node (m, op, name, (const char *const *) in,
+                                          (const char *const *) out);
+  g_assert (n != NULL);
   return n;
-}
-
-static inline SedpNnAttr *
-tb_attr (SedpNnNode *n, const char *name, SedpNnAttrType type)
-{
-  n->attrs = g_renew (SedpNnAttr, n->attrs, n->n_attrs + 1);
-  SedpNnAttr *a = &n->attrs[n->n_attrs++];
-  memset (a, 0, sizeof *a);
-  a->name = g_strdup (name);
-  a->type = type;
-  return a;
 }
 
 static inline void
 tb_attr_i (SedpNnNode *n, const char *name, gint64 v)
 {
-  tb_attr (n, name, SEDP_NN_ATTR_INT)->i = v;
+  sedp_nn_node_set_attr_int (n, name, v);
 }
 
 static inline void
 tb_attr_f (SedpNnNode *n, const char *name, float v)
 {
-  tb_attr (n, name, SEDP_NN_ATTR_FLOAT)->f = v;
+  sedp_nn_node_set_attr_float (n, name, v);
 }
 
 static inline void
 tb_attr_ints (SedpNnNode *n, const char *name, guint count, const gint64 *v)
 {
-  SedpNnAttr *a = tb_attr (n, name, SEDP_NN_ATTR_INTS);
-  a->n_ints = count;
-  a->ints = g_memdup2 (v, sizeof (gint64) * MAX (count, 1));
+  sedp_nn_node_set_attr_ints (n, name, count, v);
 }
 
 static inline void
 tb_attr_floats (SedpNnNode *n, const char *name, guint count, const float *v)
 {
-  SedpNnAttr *a = tb_attr (n, name, SEDP_NN_ATTR_FLOATS);
-  a->n_floats = count;
-  a->floats = g_memdup2 (v, sizeof (float) * MAX (count, 1));
+  sedp_nn_node_set_attr_floats (n, name, count, v);
 }
 
+/* Takes ownership of @t. */
 static inline void
 tb_attr_tensor (SedpNnNode *n, const char *name, SedpNnTensor *t)
 {
-  tb_attr (n, name, SEDP_NN_ATTR_TENSOR)->t = t;
+  sedp_nn_node_set_attr_tensor (n, name, t);
 }
 
 /* ---- tensors ---- */
