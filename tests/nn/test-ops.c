@@ -2227,6 +2227,70 @@ test_plans_threads (void)
   mlp_free (&p);
 }
 
+/* The caller's input buffers are borrowed read-only: in-place kernels must not write into them,
+ * even through a Reshape/Flatten/Squeeze alias. */
+static void
+test_inputs_untouched (void)
+{
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, 2, 3);
+  IN (m, "Z", F, -1, 6);
+  INTS (m, "s", 0, -1);
+  tb_node (m, "Reshape", "view", "X,s", "xv");
+  tb_node (m, "Relu", "relu", "xv", "Y1");
+  tb_node (m, "Flatten", "flat", "X", "xf");
+  tb_node (m, "Sigmoid", "sig", "xf", "Y2");
+  tb_node (m, "Add", "add", "Z,Z", "Y3");
+  tb_node (m, "Clip", "clip", "Z", "Y4");
+  OUT (m, "Y1", F);
+  OUT (m, "Y2", F);
+  OUT (m, "Y3", F);
+  OUT (m, "Y4", F);
+  float x[12], z[12], x0[12], z0[12];
+  for (int i = 0; i < 12; i++) {
+    x[i] = x0[i] = (float) (i - 6) * 0.75f;
+    z[i] = z0[i] = (float) (5 - i) * 0.5f;
+  }
+  SedpNnTensor in[2] = {TT (F, x, 2, 2, 3), TT (F, z, 2, 6)};
+  Out o[4];
+  run_model (m, 2, 2, in, o);
+  CU_ASSERT_EQUAL (memcmp (x, x0, sizeof x), 0);
+  CU_ASSERT_EQUAL (memcmp (z, z0, sizeof z), 0);
+  double y1[12], y2[12], y3[12], y4[12];
+  for (int i = 0; i < 12; i++) {
+    y1[i] = MAX (x0[i], 0);
+    y2[i] = sigmoid_ref (x0[i]);
+    y3[i] = 2.0 * z0[i];
+    y4[i] = z0[i];
+  }
+  ASSERT_CLOSE (o[0], y1, RTOL_ELEM);
+  ASSERT_CLOSE (o[1], y2, RTOL_ELEM);
+  ASSERT_CLOSE (o[2], y3, RTOL_ELEM);
+  ASSERT_CLOSE (o[3], y4, RTOL_ELEM);
+  outs_free (o, 4);
+  sedp_nn_model_unref (m);
+}
+
+/* A graph input that is also a graph output, and one value that is two outputs. */
+static void
+test_outputs_aliasing (void)
+{
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  tb_node (m, "Relu", "relu", "X", "Y");
+  OUT (m, "X", F);
+  OUT (m, "Y", F);
+  OUT (m, "Y", F);
+  SedpNnTensor in = TT (F, F32 (-1, 2, 3, -4), 2, 2);
+  Out o[3];
+  run_model (m, 2, 1, &in, o);
+  FLOATS_ARE (o[0], 0, -1, 2, 3, -4);
+  FLOATS_ARE (o[1], 0, 0, 2, 3, 0);
+  FLOATS_ARE (o[2], 0, 0, 2, 3, 0);
+  outs_free (o, 3);
+  sedp_nn_model_unref (m);
+}
+
 /* ================================================================================================
  * Load-time errors
  * ============================================================================================== */
@@ -2555,6 +2619,8 @@ main (void)
       {"arena reuse", test_arena_reuse},
       {"plans interleaved", test_plans_interleaved},
       {"plans in threads", test_plans_threads},
+      {"inputs untouched", test_inputs_untouched},
+      {"outputs aliasing", test_outputs_aliasing},
       {"unsupported ops", test_unsupported_ops},
       {"shape errors", test_shape_errors},
       {"graph errors", test_graph_errors},
