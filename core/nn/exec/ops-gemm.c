@@ -117,8 +117,38 @@ nn_prepare_gemm (OpCtx *c, GError **error)
 /* Batched MatMul with numpy broadcasting: one sgemm per matrix of the batch. */
 typedef struct {
   gint64 batch, M, N, K;
+  gboolean trans_b;      /* B is stored [N, K] (a Transpose before the MatMul was folded in) */
   gint64 *a_off, *b_off; /* element offsets of each matrix of the batch */
 } BatchedParams;
+
+/* C[M,N] = A[M,K] · B, for small matrices where a direct loop beats the call overhead of
+ * sgemm. With @trans_b, B is [N,K] and each element is a contiguous dot product. */
+NN_HOT static void
+small_matmul (const float *a, const float *b, float *c, gint64 M, gint64 N, gint64 K,
+              gboolean trans_b)
+{
+  if (trans_b) {
+    for (gint64 m = 0; m < M; m++)
+      for (gint64 n = 0; n < N; n++) {
+        float acc = 0.0f;
+        for (gint64 k = 0; k < K; k++)
+          acc += a[m * K + k] * b[n * K + k];
+        c[m * N + n] = acc;
+      }
+    return;
+  }
+  for (gint64 m = 0; m < M; m++) {
+    float *row = c + m * N;
+    for (gint64 n = 0; n < N; n++)
+      row[n] = 0.0f;
+    for (gint64 k = 0; k < K; k++) {
+      float av = a[m * K + k];
+      const float *brow = b + k * N;
+      for (gint64 n = 0; n < N; n++)
+        row[n] += av * brow[n];
+    }
+  }
+}
 
 static gboolean
 kernel_matmul_batched (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -130,23 +160,12 @@ kernel_matmul_batched (const Plan *plan, const Step *s, gpointer const *ptrs, GE
   for (gint64 i = 0; i < p->batch; i++) {
     const float *pa = a + p->a_off[i], *pb = b + p->b_off[i];
     float *py = y + i * M * N;
-    if (M * N * K <= 32 * 32 * 32) {
-      /* Small matrices: a direct loop beats the call overhead of sgemm. */
-      for (gint64 m = 0; m < M; m++) {
-        float *row = py + m * N;
-        for (gint64 n = 0; n < N; n++)
-          row[n] = 0.0f;
-        for (gint64 k = 0; k < K; k++) {
-          float av = pa[m * K + k];
-          const float *brow = pb + k * N;
-          for (gint64 n = 0; n < N; n++)
-            row[n] += av * brow[n];
-        }
-      }
-    } else {
-      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint) M, (blasint) N,
-                   (blasint) K, 1.0f, pa, (blasint) K, pb, (blasint) N, 0.0f, py, (blasint) N);
-    }
+    if (M * N * K <= 32 * 32 * 32)
+      small_matmul (pa, pb, py, M, N, K, p->trans_b);
+    else
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, p->trans_b ? CblasTrans : CblasNoTrans,
+                   (blasint) M, (blasint) N, (blasint) K, 1.0f, pa, (blasint) K, pb,
+                   (blasint) (p->trans_b ? K : N), 0.0f, py, (blasint) N);
   }
   return TRUE;
 }
@@ -259,6 +278,48 @@ nn_prepare_matmul (OpCtx *c, GError **error)
   }
   c->step->fn = kernel_matmul_batched;
   c->step->kernel = "matmul_batched";
+  return TRUE;
+}
+
+static gboolean
+kernel_nop (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  return TRUE;
+}
+
+gboolean
+nn_fuse_transpose_into_matmul (Plan *p, Step *step)
+{
+  if (step->fn != kernel_matmul_batched)
+    return FALSE;
+  BatchedParams *bp = step->params;
+  Value *b = &p->values[step->in[1]];
+  if (bp->trans_b || b->kind != VALUE_TEMP || b->def_step < 0 || b->is_output || b->n_consumers != 1)
+    return FALSE;
+  Step *src = &g_array_index (p->steps, Step, b->def_step);
+  if (src->node == NULL || strcmp (src->node->op_type, "Transpose") != 0)
+    return FALSE;
+  /* The Transpose must swap the last two axes and keep the others. */
+  const SedpNnAttr *perm = sedp_nn_node_attr (src->node, "perm");
+  int r = b->rank;
+  if (perm == NULL || perm->n_ints != (guint) r || r < 3)
+    return FALSE;
+  for (int i = 0; i < r - 2; i++)
+    if (perm->ints[i] != i)
+      return FALSE;
+  if (perm->ints[r - 2] != r - 1 || perm->ints[r - 1] != r - 2)
+    return FALSE;
+  /* Read the Transpose's input instead, as [N, K] matrices at the same offsets. */
+  step->in[1] = src->in[0];
+  bp->trans_b = TRUE;
+  step->kernel = "matmul_batched_tb";
+  nn_free_step_params (src);
+  src->fn = kernel_nop;
+  src->kernel = "folded";
+  src->n_in = 0;
+  src->n_out = 0;
+  b->def_step = -1;
+  b->n_consumers = 0;
   return TRUE;
 }
 

@@ -18,7 +18,7 @@ typedef struct {
 } BinaryParams;
 
 #define BIN_LOOP(T, OPX)                                                                   \
-  static void bin_##T##_##OPX (const BinaryParams *p, const T *a, const T *b, T *y)        \
+  NN_HOT static void bin_##T##_##OPX (const BinaryParams *p, const T *a, const T *b, T *y) \
   {                                                                                        \
     int r = p->rank;                                                                       \
     gint64 inner = r ? p->dims[r - 1] : 1, ia = r ? p->sa[r - 1] : 0, ib = r ? p->sb[r - 1] : 0; \
@@ -145,7 +145,7 @@ typedef struct {
   gint64 n;
 } UnaryParams;
 
-void
+NN_HOT void
 nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
 {
   switch (act) {
@@ -222,7 +222,7 @@ typedef struct {
   gint64 n;
 } ClipParams;
 
-static gboolean
+NN_HOT static gboolean
 kernel_clip (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const ClipParams *p = s->params;
@@ -341,7 +341,7 @@ typedef struct {
   float *a, *b;
 } BatchNormParams;
 
-static gboolean
+NN_HOT static gboolean
 kernel_batchnorm (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const BatchNormParams *p = s->params;

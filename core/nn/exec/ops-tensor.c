@@ -515,7 +515,7 @@ nn_prepare_gather (OpCtx *c, GError **error)
   return TRUE;
 }
 
-gboolean
+NN_HOT gboolean
 nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const EmbeddingBagParams *p = s->params;
@@ -537,6 +537,13 @@ nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, 
                        ids[b * p->per_bag + j], p->rows, p->rows);
         return FALSE;
       }
+      /* The rows are scattered over a large table: fetch the next one while adding this. */
+      gint64 next = j + 1 < p->per_bag ? ids[b * p->per_bag + j + 1]
+                    : b + 1 < p->bags  ? ids[(b + 1) * p->per_bag]
+                                       : -1;
+      if (next >= 0 && next < p->rows)
+        for (gint64 d = 0; d < dim; d += 16)
+          __builtin_prefetch (table + next * dim + d);
       const float *row = table + k * dim;
       for (gint64 d = 0; d < dim; d++)
         out[d] += row[d];
@@ -562,7 +569,7 @@ typedef struct {
   double divisor;
 } ReduceParams;
 
-static gboolean
+NN_HOT static gboolean
 kernel_reduce (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const ReduceParams *p = s->params;

@@ -5,7 +5,15 @@
 
 #include <string.h>
 
-#define NN_MAX_IN 8
+#define NN_MAX_IN 256
+
+/* Hot loops are compiled for AVX-512, AVX2 and a baseline, and the best one the CPU runs is
+ * picked when the library loads (GCC function multi-versioning). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(SEDP_NN_NO_CLONES)
+#define NN_HOT __attribute__ ((target_clones ("avx512f", "avx2", "default")))
+#else
+#define NN_HOT
+#endif
 #define NN_MAX_OUT 4
 #define NN_ALIGN 64
 
@@ -150,3 +158,7 @@ typedef struct {
 
 gboolean nn_kernel_gemm (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
 void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha);
+
+/* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
+gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
+void nn_free_step_params (Step *step);

@@ -3,8 +3,6 @@
 
 #include <cblas.h>
 
-void nn_free_step_params (Step *step);
-
 /* Values folded at plan time when every input is constant and each output is at most this many
  * elements (bigger results, such as a transposed weight matrix, would be copied per plan). */
 #define FOLD_MAX_ELEMENTS 65536
@@ -321,10 +319,8 @@ fold_step (Plan *p, Step *step, GError **error)
     o->owned_data = TRUE;
     o->kind = VALUE_CONST;
   }
-  gpointer local[NN_MAX_IN + NN_MAX_OUT];
   /* The kernel reads ptrs[value]: give it a sparse view with just what it touches. */
   g_autofree gpointer *ptrs = g_new0 (gpointer, p->n_values);
-  (void) local;
   for (guint k = 0; k < step->n_in; k++)
     if (step->in[k] >= 0)
       ptrs[step->in[k]] = p->values[alias_root (p, step->in[k])].data;
@@ -427,6 +423,7 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
   }
   if (!sedp_nn_model_check (model, error))
     return NULL;
+  g_autofree guint *order = NULL;
   Plan *p = g_new0 (Plan, 1);
   p->model = sedp_nn_model_ref (model);
   p->batch = batch;
@@ -489,7 +486,7 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     p->values[v].is_output = TRUE;
   }
 
-  g_autofree guint *order = topological_order (p, error);
+  order = topological_order (p, error);
   if (order == NULL)
     goto fail;
 
@@ -561,6 +558,7 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
       nn_free_step_params (&step);
       continue;
     }
+    nn_fuse_transpose_into_matmul (p, &step);
     for (guint k = 0; k < step.n_out; k++)
       if (step.out[k] >= 0)
         p->values[step.out[k]].def_step = (int) p->steps->len;
@@ -692,6 +690,8 @@ sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out)
                           p->batch, p->steps->len, p->arena_size, p->flops);
   for (guint s = 0; s < p->steps->len; s++) {
     const Step *st = &g_array_index (p->steps, Step, s);
+    if (st->n_out == 0)
+      continue; /* folded into another kernel */
     const Value *o = &p->values[st->out[0]];
     g_autofree char *shape = sedp_nn_shape_to_string (o->rank, o->dims);
     g_string_append_printf (out, "  %3u %-20s %-24s → %s %s\n", s, st->kernel,
