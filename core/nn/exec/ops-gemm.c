@@ -1,4 +1,5 @@
 /* sedp — Gemm and MatMul on OpenBLAS sgemm, with the bias and activation fused in. */
+#include "gemm-packed.h"
 #include "ops.h"
 
 #include <cblas.h>
@@ -11,6 +12,11 @@ nn_kernel_gemm (const Plan *plan, const Step *s, gpointer const *ptrs, GError **
   const float *bias = s->n_in > 2 && s->in[2] >= 0 ? ptrs[s->in[2]] : NULL;
   float *y = ptrs[s->out[0]];
   gint64 M = p->M, N = p->N, K = p->K;
+  if (p->packed) {
+    nn_gemm_packed (a, M, p->packed, y, p->alpha, bias, bias ? p->bias_kind : 0, p->beta);
+    nn_apply_activation (y, M * N, p->act, p->leaky_alpha);
+    return TRUE;
+  }
   float beta = 0.0f;
   if (bias && p->bias_kind) {
     beta = 1.0f;
@@ -326,10 +332,27 @@ nn_fuse_transpose_into_matmul (Plan *p, Step *step)
 void nn_free_step_params (Step *step);
 
 void
+nn_pack_weights (Plan *p)
+{
+  for (guint i = 0; i < p->steps->len; i++) {
+    Step *s = &g_array_index (p->steps, Step, i);
+    if (s->fn != nn_kernel_gemm)
+      continue;
+    GemmParams *gp = s->params;
+    const Value *b = &p->values[s->in[1]];
+    if (gp->trans_a || gp->bias_kind > 2 || b->kind != VALUE_CONST || gp->K < 16 || gp->N < 2)
+      continue;
+    gp->packed = nn_packed_b_acquire (b->data, gp->K, gp->N, gp->trans_b);
+  }
+}
+
+void
 nn_free_step_params (Step *step)
 {
   if (step->fn == kernel_matmul_batched && step->params)
     free_batched (step->params);
+  if (step->fn == nn_kernel_gemm && step->params)
+    nn_packed_b_release (((GemmParams *) step->params)->packed);
   g_free (step->params);
   step->params = NULL;
 }

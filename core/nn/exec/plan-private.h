@@ -154,6 +154,7 @@ typedef struct {
   int bias_kind;      /* 0 none, 1 scalar, 2 row [N], 3 column [M], 4 full [M,N] */
   Activation act;
   float leaky_alpha;
+  struct _PackedB *packed; /* B packed once, when it is a constant (gemm-packed.c) */
 } GemmParams;
 
 gboolean nn_kernel_gemm (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
@@ -162,3 +163,6 @@ void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
 gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
 void nn_free_step_params (Step *step);
+
+/* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */
+void nn_pack_weights (Plan *p);

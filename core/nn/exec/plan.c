@@ -580,6 +580,7 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     t->rank = v->rank;
     memcpy (t->dims, v->dims, sizeof t->dims);
   }
+  nn_pack_weights (p);
   plan_memory (p);
   resolve_pointers (p);
   for (guint s = 0; s < p->steps->len; s++)
