@@ -22,7 +22,8 @@ const c = require(path.join(toolsDir, 'common'));
 const pb = require(path.join(toolsDir, 'onnx-pb'));
 const { makeInputs } = require(path.join(toolsDir, 'make-inputs'));
 const { ortRun } = require(path.join(toolsDir, 'ort-run'));
-const { compareOutputs, describe, RTOL, ATOL } = require(path.join(toolsDir, 'compare'));
+const { compareOutputs, describe, RTOL, ATOL, ATOL_INTERMEDIATE } = require(path.join(toolsDir, 'compare'));
+const { exposeIntermediates } = require(path.join(toolsDir, 'expose'));
 
 const ARCHS = ['mlp', 'dlrm', 'dcn', 'deepfm', 'mmoe'];
 const usage = 'usage: conformance.js --sedp SEDP [--work DIR] [--keep] [--quick] [--valgrind SUPP] ' +
@@ -82,86 +83,122 @@ function cases() {
 function pad(s, n) { s = String(s); return s.length >= n ? s : s + ' '.repeat(n - s.length); }
 function lpad(s, n) { s = String(s); return s.length >= n ? s : ' '.repeat(n - s.length) + s; }
 
+// Runs one variant of a case (the model's own outputs, or every intermediate value) through both
+// engines and compares. Returns { ok, row, failure }.
+async function runVariant(v, cs, batch, inputs, inDir, bdir, producers) {
+  const ortDir = path.join(bdir, `ort-${v.tag}`), sedpDir = path.join(bdir, `sedp-${v.tag}`);
+  fs.mkdirSync(sedpDir, { recursive: true });
+  const where = `${cs.label} batch ${batch}${v.tag === 'all' ? ' (every intermediate value)' : ''}`;
+  const expected = await ortRun(v.file, inputs, { session: v.session });
+  c.writeTensorDir(ortDir, 'output', expected);
+  const ms = sedp(['model', 'eval', v.file, ...inputs.flatMap((_, k) => ['-i', path.join(inDir, `input_${k}.pb`)]),
+                   '-o', sedpDir], where);
+  const actual = c.readTensorDir(sedpDir, 'output');
+  // The model's own outputs (the first ones in both variants) strictly; intermediates with a
+  // floor of ATOL_INTERMEDIATE.
+  const res = compareOutputs(expected, actual, (k) => ({ rtol: RTOL, atol: k < v.nOutputs ? ATOL : ATOL_INTERMEDIATE }));
+  let maxRel = 0, maxAbs = 0, worst = 0;
+  for (const o of res.outputs) {
+    maxRel = Math.max(maxRel, o.result.maxRel);
+    maxAbs = Math.max(maxAbs, o.result.maxAbs);
+    if (o.result.worst) worst = Math.max(worst, o.result.worst.ratio);
+    if (o.result.problem) worst = Infinity;
+  }
+  let outs = v.tag === 'all' ? `all ${expected.length} values` : expected.map((t) => t.name).join(',');
+  if (outs.length > 20) outs = outs.slice(0, 19) + '…';
+  const row = `${pad(cs.label, 24)} ${lpad(batch, 5)}  ${pad(outs, 20)} ${lpad(maxRel.toExponential(1), 9)} ` +
+              `${lpad(maxAbs.toExponential(1), 9)} ${lpad(Number.isFinite(worst) ? worst.toFixed(3) : 'inf', 9)} ` +
+              `${lpad(ms.toFixed(0), 8)}  ${res.ok ? 'ok' : 'FAIL'}`;
+  if (res.ok) return { ok: true, row };
+  const lines = [];
+  if (res.problem) lines.push(res.problem);
+  const bad = res.outputs.filter((o) => !o.result.ok);
+  for (const o of bad.slice(0, 6)) {
+    const n = producers.get(o.name);
+    lines.push(describe(o) + (n ? ` [${n.opType} node ${n.name || '?'}]` : ''));
+  }
+  if (bad.length > 6) lines.push(`… and ${bad.length - 6} more outputs outside the tolerance`);
+  if (v.tag === 'all' && bad.length) {
+    const first = bad[0], n = producers.get(first.name);
+    lines.unshift(`first divergence (node order): ${first.name}${n ? ` from ${n.opType} node ${n.name || '?'}` : ''}`);
+  }
+  return { ok: false, row, failure: `${where}, model ${v.file}:\n    ${lines.join('\n    ')}\n    inputs ${inDir}, ort ${ortDir}, sedp ${sedpDir}` };
+}
+
 async function main() {
   const work = a.work ? path.resolve(a.work) : fs.mkdtempSync(path.join(os.tmpdir(), 'sedp-conformance-'));
   fs.mkdirSync(work, { recursive: true });
   const list = cases();
   const failures = [];
   let nCases = 0, nFailed = 0;
-  const header = `${pad('model', 24)} ${lpad('batch', 5)}  ${pad('outputs', 22)} ${lpad('max rel', 9)} ${lpad('max abs', 9)} ` +
+  const header = `${pad('model', 24)} ${lpad('batch', 5)}  ${pad('compared', 20)} ${lpad('max rel', 9)} ${lpad('max abs', 9)} ` +
                  `${lpad('worst/tol', 9)} ${lpad('sedp ms', 8)}  result`;
-  process.stdout.write(`tolerance: |ort − sedp| ≤ ${RTOL}·max(|ort|,|sedp|) + ${ATOL} per element` +
-                       `${a.valgrind !== undefined ? '; sedp under valgrind memcheck' : ''}\n${header}\n${'-'.repeat(header.length)}\n`);
+  process.stdout.write(`tolerance: |ort − sedp| ≤ ${RTOL}·max(|ort|,|sedp|) + ${ATOL} per element of the model's outputs, ` +
+                       `+ ${ATOL_INTERMEDIATE} for intermediate values` +
+                       `${a.valgrind !== undefined ? '; sedp under valgrind memcheck' : ''}\n` +
+                       'each case twice: the model as it is (its outputs), and with every intermediate value made a graph output\n' +
+                       `${header}\n${'-'.repeat(header.length)}\n`);
   const t0 = Date.now();
+  const failRow = (cs, batch, msg) => process.stdout.write(`${pad(cs.label, 24)} ${lpad(batch, 5)}  FAIL ${msg.split('\n')[0]}\n`);
   for (const cs of list) {
     const dir = path.join(work, cs.label.replace(/\//g, '_'));
     fs.mkdirSync(dir, { recursive: true });
     let file = cs.file;
+    const variants = [];
+    let model;
     try {
       if (cs.synth) {
         file = path.join(dir, 'model.onnx');
         sedp(['model', 'synth', '--arch', cs.synth.arch, '--seed', String(cs.synth.seed),
               '--preset', cs.synth.preset, '-o', file], `${cs.label}: synth`);
       }
+      const buf = fs.readFileSync(file);
+      model = pb.decodeModel(buf);
+      const nOutputs = model.graph.outputs.length;
+      variants.push({ tag: 'outputs', file, nOutputs, session: await ort.InferenceSession.create(file, c.sessionOptions(1)) });
+      const allFile = path.join(dir, 'model-all-values.onnx');
+      fs.writeFileSync(allFile, exposeIntermediates(buf).buf);
+      variants.push({ tag: 'all', file: allFile, nOutputs, session: await ort.InferenceSession.create(allFile, c.sessionOptions(1)) });
     } catch (e) {
-      nCases += cs.batches.length;
-      nFailed += cs.batches.length;
-      failures.push(e.message);
-      process.stdout.write(`${pad(cs.label, 24)} ${lpad('-', 5)}  FAIL ${e.message.split('\n')[0]}\n`);
+      nCases += cs.batches.length * 2;
+      nFailed += cs.batches.length * 2;
+      failures.push(e.sedpFailure ? e.message : `${cs.label}: ${e.message}`);
+      failRow(cs, '-', e.message);
       continue;
     }
-    let model, session;
-    try {
-      model = pb.decodeModel(fs.readFileSync(file));
-      session = await ort.InferenceSession.create(file, c.sessionOptions(1));
-    } catch (e) {
-      nCases += cs.batches.length;
-      nFailed += cs.batches.length;
-      failures.push(`${cs.label}: ONNX Runtime cannot load the model: ${e.message}`);
-      process.stdout.write(`${pad(cs.label, 24)} ${lpad('-', 5)}  FAIL ONNX Runtime cannot load it: ${e.message.split('\n')[0]}\n`);
-      continue;
-    }
+    const producers = new Map();
+    for (const n of model.graph.nodes) for (const o of n.outputs) producers.set(o, n);
     for (const batch of cs.batches) {
-      nCases++;
       const bdir = path.join(dir, `b${batch}`);
-      const inDir = path.join(bdir, 'inputs'), ortDir = path.join(bdir, 'ort'), sedpDir = path.join(bdir, 'sedp');
-      fs.mkdirSync(sedpDir, { recursive: true });
-      const where = `${cs.label} batch ${batch}`;
+      const inDir = path.join(bdir, 'inputs');
+      let inputs;
       try {
-        const inputs = await makeInputs(file, { batch, seed: cs.seed * 1000 + batch, model, session });
+        inputs = await makeInputs(file, { batch, seed: cs.seed * 1000 + batch, model, session: variants[0].session });
         c.writeTensorDir(inDir, 'input', inputs);
-        const expected = await ortRun(file, inputs, { session });
-        c.writeTensorDir(ortDir, 'output', expected);
-        const ms = sedp(['model', 'eval', file, ...inputs.flatMap((_, k) => ['-i', path.join(inDir, `input_${k}.pb`)]),
-                         '-o', sedpDir], where);
-        const actual = c.readTensorDir(sedpDir, 'output');
-        const res = compareOutputs(expected, actual);
-        let maxRel = 0, maxAbs = 0, worst = 0;
-        for (const o of res.outputs) {
-          maxRel = Math.max(maxRel, o.result.maxRel);
-          maxAbs = Math.max(maxAbs, o.result.maxAbs);
-          if (o.result.worst) worst = Math.max(worst, o.result.worst.ratio);
-          if (o.result.problem) worst = Infinity;
-        }
-        const outs = expected.map((t) => t.name).join(',');
-        process.stdout.write(`${pad(cs.label, 24)} ${lpad(batch, 5)}  ${pad(outs.length > 22 ? outs.slice(0, 21) + '…' : outs, 22)} ` +
-                             `${lpad(maxRel.toExponential(1), 9)} ${lpad(maxAbs.toExponential(1), 9)} ` +
-                             `${lpad(Number.isFinite(worst) ? worst.toFixed(3) : 'inf', 9)} ${lpad(ms.toFixed(0), 8)}  ` +
-                             `${res.ok ? 'ok' : 'FAIL'}\n`);
-        if (!res.ok) {
-          nFailed++;
-          const lines = [];
-          if (res.problem) lines.push(res.problem);
-          for (const o of res.outputs) if (!o.result.ok) lines.push(describe(o));
-          failures.push(`${where} (${file}):\n    ${lines.join('\n    ')}\n    inputs ${inDir}, ort ${ortDir}, sedp ${sedpDir}`);
-        }
       } catch (e) {
-        nFailed++;
-        failures.push(e.sedpFailure ? e.message : `${where}: ${e.stack}`);
-        process.stdout.write(`${pad(cs.label, 24)} ${lpad(batch, 5)}  FAIL ${e.message.split('\n')[0]}\n`);
+        nCases += 2;
+        nFailed += 2;
+        failures.push(`${cs.label} batch ${batch}: cannot make inputs: ${e.message}`);
+        failRow(cs, batch, e.message);
+        continue;
+      }
+      for (const v of variants) {
+        nCases++;
+        try {
+          const r = await runVariant(v, cs, batch, inputs, inDir, bdir, producers);
+          process.stdout.write(r.row + '\n');
+          if (!r.ok) {
+            nFailed++;
+            failures.push(r.failure);
+          }
+        } catch (e) {
+          nFailed++;
+          failures.push(e.sedpFailure ? e.message : `${cs.label} batch ${batch}: ${e.stack}`);
+          failRow(cs, batch, e.message);
+        }
       }
     }
-    if (session.release) await session.release();
+    for (const v of variants) if (v.session.release) await v.session.release();
   }
   const secs = ((Date.now() - t0) / 1000).toFixed(1);
   if (failures.length) {
@@ -170,7 +207,7 @@ async function main() {
   }
   if (a.keep || a.work) process.stdout.write(`files kept in ${work}\n`);
   else fs.rmSync(work, { recursive: true, force: true });
-  process.stdout.write(`conformance: ${nCases - nFailed} of ${nCases} cases agree with ONNX Runtime ${ort.env.versions.node || ''} (${secs} s)\n`);
+  process.stdout.write(`conformance: ${nCases - nFailed} of ${nCases} comparisons agree with ONNX Runtime ${ort.env.versions.node || ''} (${secs} s)\n`);
   process.exit(failures.length ? 1 : 0);
 }
 
