@@ -90,6 +90,7 @@ typedef struct {
   guint n_pin;
   int *pin_cpus;
   gint64 max_batch_rows;
+  gint64 row_granule;            /* plans are made for multiples of this (padded rows) */
   gint64 fixed_batch;            /* > 0: the model only runs at this batch (rows are padded) */
   guint n_workers;
   Worker *workers;
@@ -409,6 +410,7 @@ mi_create (SedpStageContext *ctx, GError **error)
   mi->instances = (guint) sedp_stage_context_get_int (ctx, "instances");
   mi->select_mod = g_strcmp0 (sedp_stage_context_get_string (ctx, "select"), "mod") == 0;
   mi->max_batch_rows = sedp_stage_context_get_int (ctx, "max_batch_rows");
+  mi->row_granule = MAX (sedp_stage_context_get_int (ctx, "row_granule"), 1);
   mi->n_workers = MAX (sedp_stage_context_get_parallelism (ctx), 1);
   if (mi->instances < 1)
     mi->instances = 1;
@@ -741,7 +743,9 @@ static gboolean
 run_chunk (ModelInference *mi, Worker *w, guint start, guint n, GError **error)
 {
   const RowRef *rows = &g_array_index (w->rows, RowRef, start);
-  gint64 batch = mi->fixed_batch > 0 ? mi->fixed_batch : (gint64) n;
+  gint64 batch = mi->fixed_batch > 0
+                     ? mi->fixed_batch
+                     : ((gint64) n + mi->row_granule - 1) / mi->row_granule * mi->row_granule;
   guint inst = choose_instance (mi, w, rows[0].ev);
   SedpNnPlan *plan = get_plan (mi, &w->caches[inst], batch, error);
   if (plan == NULL)
@@ -886,6 +890,9 @@ static const SedpOptionSpec mi_options[] = {
   SEDP_OPTION_INT_SPEC ("max_batch_rows", "4096", 1, 65536,
                         "Most rows per engine run; the rows of a call's frames are concatenated "
                         "up to this"),
+  SEDP_OPTION_INT_SPEC ("row_granule", "1", 1, 4096,
+                        "Plans are compiled for row counts rounded up to a multiple of this "
+                        "(zero rows pad the input; for models that compute each row on its own)"),
   SEDP_OPTION_END,
 };
 

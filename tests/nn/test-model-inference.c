@@ -521,6 +521,24 @@ test_max_batch_rows (void)
   collector_clear (&c);
 }
 
+/* row_granule pads runs to multiples of 4 rows: the same scores, fewer distinct plans. */
+static void
+test_row_granule (void)
+{
+  const guint n = 12;
+  g_autofree ReqSpec *specs = default_specs (n);
+  SedpPipeline *p = start (model_path, "row_granule = 4\nmax_batch_rows = 10\nparallelism = 1\n");
+  Collector c;
+  collector_init (&c);
+  run_requests (p, &c, n, specs);
+  CU_ASSERT_EQUAL (check_scores (&c, specs, "ctr", "emb_sum", NULL), 0);
+  CU_ASSERT_EQUAL (counter_value (p, "rows_scored_total"), total_items (specs, n));
+  CU_ASSERT (counter_value (p, "plans_compiled_total") <= 3); /* 4, 8 and 12 rows */
+  CU_ASSERT (stat_value (p, "plans_cached") <= 3);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 static void
 instances_case (const char *select)
 {
@@ -998,6 +1016,7 @@ main (void)
   CU_add_test (s, "scores (broadcast and item user columns)", test_scores);
   CU_add_test (s, "frames concatenated", test_frames_concatenated);
   CU_add_test (s, "max_batch_rows", test_max_batch_rows);
+  CU_add_test (s, "row_granule", test_row_granule);
   CU_add_test (s, "instances rr", test_instances_rr);
   CU_add_test (s, "instances mod", test_instances_mod);
   CU_add_test (s, "column mapping", test_mapping);
