@@ -103,6 +103,9 @@ ref_matmul (int ra, const gint64 *da, const float *a, int rb, const gint64 *db, 
   return n;
 }
 
+static void transpose_ref (int rank, const gint64 *dims, const gint64 *perm, const float *x,
+                           double *y);
+
 static double
 sigmoid_ref (double x)
 {
@@ -329,6 +332,104 @@ test_matmul_broadcast (void)
   matmul_case (3, I64 (-1, 3, 4), 3, I64 (1, 4, 5), FALSE, I64 (3, 1), 2, 34);
   /* the left operand broadcast: A [N, 6, 4] fixed-batch 1 input × B input [2, 4, 3]: A of batch 1. */
   matmul_case (3, I64 (-1, 6, 4), 3, I64 (2, 4, 3), TRUE, I64 (1), 1, 35);
+}
+
+/* A Transpose of the last two axes feeding MatMul (which the engine may fold into the product):
+ * A · Bᵀ with B [N, 5, 4], and Z · Zᵀ (the pairwise dot products of DLRM's interaction), with the
+ * transposed value also a graph output in one case. */
+static void
+test_matmul_transposed (void)
+{
+  GRand *rng = g_rand_new_with_seed (36);
+  SedpNnModel *m = tb_new (13);
+  IN (m, "A", F, -1, 3, 4);
+  IN (m, "B", F, -1, 5, 4);
+  IN (m, "Z", F, -1, 6, 8);
+  SedpNnNode *n = tb_node (m, "Transpose", "bt", "B", "Bt");
+  ATTR_INTS (n, "perm", 0, 2, 1);
+  tb_node (m, "MatMul", "abt", "A,Bt", "Y1");
+  n = tb_node (m, "Transpose", "zt", "Z", "Zt");
+  ATTR_INTS (n, "perm", 0, 2, 1);
+  tb_node (m, "MatMul", "zzt", "Z,Zt", "Y2");
+  OUT (m, "Y1", F);
+  OUT (m, "Y2", F);
+  OUT (m, "Zt", F);
+  for (gint64 b = 1; b <= 3; b += 2) {
+    gint64 da[3] = {b, 3, 4}, db[3] = {b, 5, 4}, dz[3] = {b, 6, 8};
+    gint64 dbt[3] = {b, 4, 5}, dzt[3] = {b, 8, 6};
+    g_autofree float *A = rand_floats (rng, b * 12, -1, 1);
+    g_autofree float *B = rand_floats (rng, b * 20, -1, 1);
+    g_autofree float *Z = rand_floats (rng, b * 48, -1, 1);
+    g_autofree double *bt_d = g_new (double, b * 20), *zt_d = g_new (double, b * 48);
+    transpose_ref (3, db, I64 (0, 2, 1), B, bt_d);
+    transpose_ref (3, dz, I64 (0, 2, 1), Z, zt_d);
+    g_autofree float *Bt = g_new (float, b * 20), *Zt = g_new (float, b * 48);
+    for (gint64 i = 0; i < b * 20; i++)
+      Bt[i] = (float) bt_d[i];
+    for (gint64 i = 0; i < b * 48; i++)
+      Zt[i] = (float) zt_d[i];
+    SedpNnTensor in[3] = {tt (F, A, 3, da), tt (F, B, 3, db), tt (F, Z, 3, dz)};
+    Out o[3];
+    run_model (m, b, 3, in, o);
+    int ro;
+    gint64 dout[SEDP_NN_MAX_RANK];
+    g_autofree double *w1 = NULL, *s1 = NULL, *w2 = NULL, *s2 = NULL;
+    gint64 n1 = ref_matmul (3, da, A, 3, dbt, Bt, &ro, dout, &w1, &s1);
+    CU_ASSERT (shape_is (&o[0], ro, dout));
+    if (o[0].numel == n1)
+      ASSERT_CLOSE_SCALED (o[0], w1, s1, RTOL_REDUCE);
+    gint64 n2 = ref_matmul (3, dz, Z, 3, dzt, Zt, &ro, dout, &w2, &s2);
+    CU_ASSERT (shape_is (&o[1], ro, dout));
+    if (o[1].numel == n2)
+      ASSERT_CLOSE_SCALED (o[1], w2, s2, RTOL_REDUCE);
+    CU_ASSERT (shape_is (&o[2], 3, dzt));
+    if (o[2].numel == b * 48)
+      ASSERT_CLOSE (o[2], zt_d, 0);
+    outs_free (o, 3);
+  }
+  sedp_nn_model_unref (m);
+  g_rand_free (rng);
+}
+
+/* MatMul with a Transpose'd initializer (a weight stored [N, K], as some exporters write it). */
+static void
+test_matmul_transposed_weight (void)
+{
+  GRand *rng = g_rand_new_with_seed (37);
+  const gint64 K = 70, N = 45;
+  g_autofree float *W = rand_floats (rng, N * K, -1, 1); /* [N, K] */
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, K);
+  INIT_F (m, "W", W, N, K);
+  SedpNnNode *n = tb_node (m, "Transpose", "wt", "W", "Wt");
+  ATTR_INTS (n, "perm", 1, 0);
+  tb_node (m, "MatMul", "mm", "X,Wt", "Y");
+  OUT (m, "Y", F);
+  for (gint64 b = 1; b <= 19; b += 18) {
+    g_autofree float *x = rand_floats (rng, b * K, -1, 1);
+    SedpNnTensor in = TT (F, x, b, K);
+    Out o[1];
+    run_model (m, b, 1, &in, o);
+    g_autofree double *want = g_new (double, b * N), *scale = g_new (double, b * N);
+    ref_gemm (b, K, N, x, FALSE, W, TRUE, NULL, 0, NULL, 1, 0, want, scale);
+    SHAPE_IS (o[0], b, N);
+    if (o[0].numel == b * N)
+      ASSERT_CLOSE_SCALED (o[0], want, scale, RTOL_REDUCE);
+    outs_free (o, 1);
+  }
+  sedp_nn_model_unref (m);
+  g_rand_free (rng);
+}
+
+/* Sizes past the kernels' tiles and K blocks: odd M, N and K in the hundreds. */
+static void
+test_gemm_large (void)
+{
+  gemm_random (37, 700, 45, FALSE, FALSE, 1, 1, BIAS_ROW, 38);
+  gemm_random (13, 1025, 33, FALSE, TRUE, 1, 1, BIAS_ROW2, 39);
+  gemm_random (70, 513, 130, FALSE, FALSE, 0.5f, 1, BIAS_NONE, 40);
+  matmul_case (2, I64 (-1, 777), 2, I64 (777, 31), FALSE, I64 (9, 65), 2, 41);
+  matmul_case (3, I64 (-1, 17, 260), 2, I64 (260, 24), FALSE, I64 (2, 3), 2, 42);
 }
 
 /* ================================================================================================
@@ -922,6 +1023,69 @@ test_gather_pooled (void)
       ASSERT_CLOSE_SCALED (o[1], wm, sc, RTOL_REDUCE);
     }
     outs_free (o, 2);
+  }
+  sedp_nn_model_unref (m);
+  g_rand_free (rng);
+}
+
+/* Gather followed by reductions that are not the pooling pattern (another axis, keepdims, the
+ * gathered value also an output): none may be computed as an embedding bag wrongly. */
+static void
+test_gather_reduce_other (void)
+{
+  GRand *rng = g_rand_new_with_seed (72);
+  const gint64 Vt = 20, Dm = 5, L = 3;
+  g_autofree float *table = rand_floats (rng, Vt * Dm, -1, 1);
+  SedpNnModel *m = tb_new (13);
+  INIT_F (m, "table", table, Vt, Dm);
+  IN (m, "ids", I, -1, L);
+  INTS (m, "ax2", 2);
+  INTS (m, "ax1", 1);
+  tb_node (m, "Gather", "emb", "table,ids", "e");
+  SedpNnNode *n = tb_node (m, "ReduceSum", "sum_d", "e,ax2", "sd");   /* [N, L] */
+  tb_attr_i (n, "keepdims", 0);
+  tb_node (m, "ReduceSum", "sum_keep", "e,ax1", "sk");                 /* [N, 1, D] */
+  n = tb_node (m, "ReduceMean", "mean", "e,ax1", "mn");                /* [N, D] */
+  tb_attr_i (n, "keepdims", 0);
+  m->opset = 18;
+  OUT (m, "sd", F);
+  OUT (m, "sk", F);
+  OUT (m, "mn", F);
+  OUT (m, "e", F);
+  for (gint64 b = 1; b <= 4; b += 3) {
+    g_autofree gint64 *ids = g_new (gint64, b * L);
+    for (gint64 i = 0; i < b * L; i++)
+      ids[i] = g_rand_int_range (rng, 0, (gint32) Vt);
+    SedpNnTensor in = TT (I, ids, b, L);
+    Out o[4];
+    run_model (m, b, 1, &in, o);
+    g_autofree double *sd = g_new0 (double, b * L), *sk = g_new0 (double, b * Dm);
+    g_autofree double *mn = g_new0 (double, b * Dm), *e = g_new0 (double, b * L * Dm);
+    g_autofree double *sc_sd = g_new0 (double, b * L), *sc_sk = g_new0 (double, b * Dm);
+    for (gint64 r = 0; r < b; r++)
+      for (gint64 l = 0; l < L; l++)
+        for (gint64 d = 0; d < Dm; d++) {
+          double v = table[ids[r * L + l] * Dm + d];
+          e[(r * L + l) * Dm + d] = v;
+          sd[r * L + l] += v;
+          sc_sd[r * L + l] += fabs (v);
+          sk[r * Dm + d] += v;
+          mn[r * Dm + d] += v / (double) L;
+          sc_sk[r * Dm + d] += fabs (v);
+        }
+    SHAPE_IS (o[0], b, L);
+    SHAPE_IS (o[1], b, 1, Dm);
+    SHAPE_IS (o[2], b, Dm);
+    SHAPE_IS (o[3], b, L, Dm);
+    if (o[0].numel == b * L)
+      ASSERT_CLOSE_SCALED (o[0], sd, sc_sd, RTOL_REDUCE);
+    if (o[1].numel == b * Dm)
+      ASSERT_CLOSE_SCALED (o[1], sk, sc_sk, RTOL_REDUCE);
+    if (o[2].numel == b * Dm)
+      ASSERT_CLOSE_SCALED (o[2], mn, sc_sk, RTOL_REDUCE);
+    if (o[3].numel == b * L * Dm)
+      ASSERT_CLOSE (o[3], e, 0);
+    outs_free (o, 4);
   }
   sedp_nn_model_unref (m);
   g_rand_free (rng);
@@ -2568,6 +2732,9 @@ main (void)
       {"matmul 2-D", test_matmul_2d},
       {"matmul batched", test_matmul_batched},
       {"matmul broadcasting", test_matmul_broadcast},
+      {"matmul with a transposed operand", test_matmul_transposed},
+      {"matmul with a transposed weight", test_matmul_transposed_weight},
+      {"gemm and matmul large", test_gemm_large},
       {"add sub mul div literal", test_binary_literal},
       {"add sub mul div broadcasting", test_binary_broadcast},
       {"relu", test_relu},
@@ -2585,6 +2752,7 @@ main (void)
       {"gather axis 1 and scalar index", test_gather_axis1},
       {"gather int64 shapes", test_gather_int64},
       {"gather pooled", test_gather_pooled},
+      {"gather then other reductions", test_gather_reduce_other},
       {"gather out of range", test_gather_out_of_range},
       {"gather pooled out of range", test_gather_pooled_out_of_range},
       {"reshape", test_reshape},
