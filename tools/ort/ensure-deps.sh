@@ -40,7 +40,7 @@ fi
 command -v npm >/dev/null 2>&1 || skip "npm is not installed"
 hash=$(node -e 'const c=require("crypto"),f=require("fs");process.stdout.write(c.createHash("sha256").update(f.readFileSync(process.argv[1])).digest("hex").slice(0,16))' \
   "$here/package-lock.json")
-base=${SEDP_ORT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sedp/ort}
+base=${SEDP_ORT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/sedp/ort}
 dest="$base/$hash"
 if usable "$dest/node_modules" 2>/dev/null; then
   echo "$dest/node_modules"
