@@ -19,9 +19,11 @@ typedef struct _SedpNnPlan SedpNnPlan;
  * its opset ("unsupported operators (opset 13): Foo, Bar"). */
 SEDP_API gboolean sedp_nn_model_check (const SedpNnModel *model, GError **error);
 
-/* Compiles @model for @batch rows (the value of every symbolic dimension of the graph inputs;
- * a model with a fixed first dimension accepts only that batch). Errors: UNSUPPORTED, SHAPE,
- * INVALID. */
+/* Compiles @model for @batch rows: the first dimension of every graph input, when it is
+ * symbolic, takes the value @batch, and so does any other symbolic dimension with the same name
+ * as the first input's first one; any other symbolic dimension is an UNSUPPORTED error. A model
+ * whose first input has a fixed first dimension accepts only that batch (SHAPE error). Errors:
+ * UNSUPPORTED, SHAPE, INVALID. */
 SEDP_API SedpNnPlan *sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error);
 SEDP_API void sedp_nn_plan_free (SedpNnPlan *plan);
 
