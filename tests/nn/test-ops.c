@@ -2583,6 +2583,50 @@ test_shape_errors (void)
   expect_plan_error (m, 2, SEDP_NN_ERROR_SHAPE, "bad_reshape");
 }
 
+/* Nodes with too few inputs (valid protobuf, invalid operator use): an error, not a crash. */
+static void
+test_missing_inputs (void)
+{
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  tb_node (m, "Transpose", "no_input", "", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 1, SEDP_NN_ERROR_INVALID, "no_input");
+
+  m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  tb_node (m, "Shape", "empty_input", ",", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 1, SEDP_NN_ERROR_INVALID, "empty_input");
+
+  m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  tb_node (m, "Gemm", "one_input", "X", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 1, SEDP_NN_ERROR_INVALID, "takes 2 to 3 inputs");
+}
+
+/* Shapes that would need absurd amounts of memory are refused at plan time. */
+static void
+test_huge_shapes (void)
+{
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  const gint64 shape[] = {1 << 20, 1 << 20, 2};
+  tb_ints (m, "s", 3, shape);
+  tb_node (m, "Expand", "huge", "X,s", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 1, SEDP_NN_ERROR_SHAPE, "huge");
+
+  m = tb_new (13);
+  IN (m, "X", F, -1, 2);
+  const gint64 over[] = {G_GINT64_CONSTANT (1) << 40, G_GINT64_CONSTANT (1) << 40, -1};
+  tb_ints (m, "s", 3, over);
+  tb_node (m, "Reshape", "overflow", "X,s", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 1, SEDP_NN_ERROR_SHAPE, "overflow");
+}
+
 static void
 test_graph_errors (void)
 {
@@ -2792,6 +2836,8 @@ main (void)
       {"unsupported ops", test_unsupported_ops},
       {"shape errors", test_shape_errors},
       {"graph errors", test_graph_errors},
+      {"nodes with missing inputs", test_missing_inputs},
+      {"absurd shapes refused at plan time", test_huge_shapes},
       {"input errors", test_input_errors},
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)

@@ -146,7 +146,10 @@ nn_prepare_reshape (OpCtx *c, GError **error)
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "negative dim %" G_GINT64_FORMAT, shape[i]);
       return FALSE;
     }
-    known *= dims[i];
+    if (__builtin_mul_overflow (known, dims[i], &known)) {
+      nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "the shape overflows");
+      return FALSE;
+    }
   }
   if (infer >= 0) {
     if (known == 0 || x->numel % known != 0) {

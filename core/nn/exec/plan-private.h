@@ -97,6 +97,8 @@ typedef struct {
   const char *op_type;
   PrepareFn prepare;
   gboolean shape_only; /* cheap metadata op: always folded when its inputs are constant */
+  guint min_inputs;    /* required inputs (present, not "") */
+  guint max_inputs;    /* inputs it may have */
 } OpDef;
 
 /* The operator table (ops.c). NULL when @op_type is not supported. */
@@ -116,12 +118,19 @@ op_out (OpCtx *c, guint k)
   return &c->plan->values[c->step->out[k]];
 }
 
+/* The most elements one value may have, and the most bytes an arena may take: a model whose
+ * shapes ask for more is refused at plan time instead of exhausting memory. */
+#define NN_MAX_ELEMENTS (G_GINT64_CONSTANT (1) << 30)
+#define NN_MAX_ARENA (G_GINT64_CONSTANT (1) << 34)
+
+/* Product of @dims, saturating at G_MAXINT64 (never overflowing). */
 static inline gint64
 nn_numel (int rank, const gint64 *dims)
 {
   gint64 n = 1;
   for (int i = 0; i < rank; i++)
-    n *= dims[i];
+    if (dims[i] < 0 || __builtin_mul_overflow (n, dims[i], &n))
+      return G_MAXINT64;
   return n;
 }
 

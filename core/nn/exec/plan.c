@@ -146,6 +146,12 @@ bind_inputs (Plan *p, gint64 batch, GError **error)
         return FALSE;
       }
     }
+    if (nn_numel (vi->rank, dims) > NN_MAX_ELEMENTS) {
+      g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_SHAPE,
+                   "graph input '%s' would have more than %" G_GINT64_FORMAT " elements", vi->name,
+                   NN_MAX_ELEMENTS);
+      return FALSE;
+    }
     int v = value_index (p, vi->name);
     nn_set_shape (&p->values[v], vi->dtype, vi->rank, dims);
     p->values[v].kind = VALUE_INPUT;
@@ -331,8 +337,8 @@ fold_step (Plan *p, Step *step, GError **error)
 
 /* Offsets in the arena for every run-time value: greedy by size, sharing memory between values
  * whose lifetimes do not overlap. */
-static void
-plan_memory (Plan *p)
+static gboolean
+plan_memory (Plan *p, GError **error)
 {
   guint n_steps = p->steps->len;
   for (guint s = 0; s < n_steps; s++) {
@@ -389,7 +395,15 @@ plan_memory (Plan *p)
     total = MAX (total, offset + size);
   }
   p->arena_size = total;
+  if ((gint64) total > NN_MAX_ARENA) {
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_SHAPE,
+                 "the model needs %zu bytes of intermediate values at batch %" G_GINT64_FORMAT
+                 ", more than the limit of %" G_GINT64_FORMAT,
+                 total, p->batch, NN_MAX_ARENA);
+    return FALSE;
+  }
   p->arena = g_aligned_alloc0 (MAX (total, NN_ALIGN), 1, NN_ALIGN);
+  return TRUE;
 }
 
 static void
@@ -494,10 +508,18 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     const SedpNnNode *node = &model->nodes[order[t]];
     const OpDef *def = nn_op_lookup (node->op_type);
     Step step = {.node = node};
-    if (node->n_inputs > NN_MAX_IN || node->n_outputs > NN_MAX_OUT) {
-      nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, node, "too many inputs or outputs");
+    if (node->n_inputs > def->max_inputs || node->n_inputs < def->min_inputs ||
+        node->n_outputs > NN_MAX_OUT) {
+      nn_node_error (error, SEDP_NN_ERROR_INVALID, node,
+                     "has %u inputs and %u outputs; the operator takes %u to %u inputs", node->n_inputs,
+                     node->n_outputs, def->min_inputs, def->max_inputs);
       goto fail;
     }
+    for (guint k = 0; k < def->min_inputs; k++)
+      if (node->inputs[k][0] == '\0') {
+        nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "required input %u is missing", k);
+        goto fail;
+      }
     step.n_in = node->n_inputs;
     for (guint k = 0; k < node->n_inputs; k++)
       step.in[k] = node->inputs[k][0] ? value_index (p, node->inputs[k]) : -1;
@@ -525,12 +547,22 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
       nn_free_step_params (&step);
       goto fail;
     }
-    for (guint k = 0; k < step.n_out; k++)
-      if (step.out[k] >= 0 && !p->values[step.out[k]].known) {
+    for (guint k = 0; k < step.n_out; k++) {
+      const Value *o = step.out[k] >= 0 ? &p->values[step.out[k]] : NULL;
+      if (o && !o->known) {
         nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, node, "output %u is not produced", k);
         nn_free_step_params (&step);
         goto fail;
       }
+      if (o && o->numel > NN_MAX_ELEMENTS) {
+        g_autofree char *shape = sedp_nn_shape_to_string (o->rank, o->dims);
+        nn_node_error (error, SEDP_NN_ERROR_SHAPE, node,
+                       "output %s would have more than %" G_GINT64_FORMAT " elements", shape,
+                       NN_MAX_ELEMENTS);
+        nn_free_step_params (&step);
+        goto fail;
+      }
+    }
     /* A view of a constant is a constant. */
     for (guint k = 0; k < step.n_out; k++) {
       Value *o = step.out[k] >= 0 ? &p->values[step.out[k]] : NULL;
@@ -581,7 +613,8 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     memcpy (t->dims, v->dims, sizeof t->dims);
   }
   nn_pack_weights (p);
-  plan_memory (p);
+  if (!plan_memory (p, error))
+    goto fail;
   resolve_pointers (p);
   for (guint s = 0; s < p->steps->len; s++)
     p->flops += g_array_index (p->steps, Step, s).flops;
