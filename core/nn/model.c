@@ -249,3 +249,53 @@ sedp_nn_node_set_attr_tensor (SedpNnNode *node, const char *name, SedpNnTensor *
 {
   node_take_attr (node, name, SEDP_NN_ATTR_TENSOR)->t = tensor;
 }
+
+guint
+sedp_nn_model_get_n_inputs (const SedpNnModel *model)
+{
+  g_return_val_if_fail (model != NULL, 0);
+  return model->n_inputs;
+}
+
+guint
+sedp_nn_model_get_n_outputs (const SedpNnModel *model)
+{
+  g_return_val_if_fail (model != NULL, 0);
+  return model->n_outputs;
+}
+
+static gboolean
+value_info (const SedpNnValueInfo *vi, SedpNnTensor *info)
+{
+  memset (info, 0, sizeof *info);
+  info->name = vi->name;
+  info->dtype = vi->dtype;
+  info->rank = vi->rank;
+  for (int k = 0; k < vi->rank && k < SEDP_NN_MAX_RANK; k++)
+    info->dims[k] = vi->dims[k];
+  return TRUE;
+}
+
+gboolean
+sedp_nn_model_get_input_info (const SedpNnModel *model, guint index, SedpNnTensor *info)
+{
+  g_return_val_if_fail (model != NULL && info != NULL, FALSE);
+  return index < model->n_inputs && value_info (&model->inputs[index], info);
+}
+
+gboolean
+sedp_nn_model_get_output_info (const SedpNnModel *model, guint index, SedpNnTensor *info)
+{
+  g_return_val_if_fail (model != NULL && info != NULL, FALSE);
+  return index < model->n_outputs && value_info (&model->outputs[index], info);
+}
+
+gint64
+sedp_nn_model_get_n_parameters (const SedpNnModel *model)
+{
+  g_return_val_if_fail (model != NULL, 0);
+  gint64 n = 0;
+  for (guint i = 0; i < model->n_initializers; i++)
+    n += sedp_nn_tensor_numel (model->initializers[i]);
+  return n;
+}

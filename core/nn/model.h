@@ -5,19 +5,6 @@
 
 G_BEGIN_DECLS
 
-/** SEDP_NN_ERROR: errors loading, checking and running models. Codes are #SedpNnError. */
-#define SEDP_NN_ERROR (sedp_nn_error_quark ())
-SEDP_API GQuark sedp_nn_error_quark (void);
-
-typedef enum {
-  SEDP_NN_ERROR_IO,          /* cannot read or write the file */
-  SEDP_NN_ERROR_CORRUPT,     /* not a valid ONNX protobuf (truncated, bad wire data) */
-  SEDP_NN_ERROR_INVALID,     /* a valid protobuf that is not a usable model (dangling names, bad dims, cycles) */
-  SEDP_NN_ERROR_UNSUPPORTED, /* operators, opsets, types or attributes the engine lacks */
-  SEDP_NN_ERROR_SHAPE,       /* shapes that do not fit together */
-  SEDP_NN_ERROR_INPUT,       /* request-time inputs of the wrong shape or type */
-} SedpNnError;
-
 /** SedpNnAttrType: the kinds of node attributes, numbered as ONNX's AttributeProto.AttributeType. */
 typedef enum {
   SEDP_NN_ATTR_UNDEFINED = 0,
@@ -77,7 +64,7 @@ typedef struct {
  * A loaded model, immutable after loading and shared by every plan and stage instance that runs
  * it (one copy of the weights). Graph inputs exclude initializers.
  */
-typedef struct {
+struct _SedpNnModel {
   gint64 ir_version;
   gint64 opset;            /* of the default ("" or "ai.onnx") domain */
   char *producer;
@@ -91,20 +78,14 @@ typedef struct {
   guint n_nodes;
   SedpNnNode *nodes;       /* as in the file (not necessarily sorted) */
   gint ref_count;
-} SedpNnModel;
+};
 
-/* Reads an ONNX model file. Errors: IO, CORRUPT (truncated or bad protobuf), INVALID (missing
- * graph, initializer data not matching its dims, dims < 0 or too large, …). Operator support is
- * checked by sedp_nn_model_check() and when a plan is made. */
-SEDP_API SedpNnModel *sedp_nn_model_load (const char *path, GError **error);
-SEDP_API SedpNnModel *sedp_nn_model_load_data (const guint8 *data, gsize size, const char *name,
-                                               GError **error);
+
 
 /* Writes @model as an ONNX file (ModelProto), initializers as raw_data. */
 SEDP_API gboolean sedp_nn_model_save (const SedpNnModel *model, const char *path, GError **error);
 
-SEDP_API SedpNnModel *sedp_nn_model_ref (SedpNnModel *model);
-SEDP_API void sedp_nn_model_unref (SedpNnModel *model);
+
 
 /* An empty model to build (synth, split): ir_version 8, opset @opset. */
 SEDP_API SedpNnModel *sedp_nn_model_new (gint64 opset, const char *producer);
@@ -155,7 +136,5 @@ SEDP_API void sedp_nn_node_set_attr_floats (SedpNnNode *node, const char *name, 
 SEDP_API void sedp_nn_node_set_attr_tensor (SedpNnNode *node, const char *name,
                                             SedpNnTensor *tensor);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnModel, sedp_nn_model_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnTensor, sedp_nn_tensor_free)
 
 G_END_DECLS

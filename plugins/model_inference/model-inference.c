@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <sedp/sedp.h>
 
-#include "nn/plan.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -182,8 +181,23 @@ split_mapping (const char *item, char **key, char **value)
   return TRUE;
 }
 
+/* The graph inputs (@outputs FALSE) or outputs of @m: names, dtypes, shapes (-1: symbolic). */
+static SedpNnTensor *
+value_infos (const SedpNnModel *m, gboolean outputs, guint *n)
+{
+  *n = outputs ? sedp_nn_model_get_n_outputs (m) : sedp_nn_model_get_n_inputs (m);
+  SedpNnTensor *v = g_new0 (SedpNnTensor, MAX (*n, 1));
+  for (guint i = 0; i < *n; i++) {
+    if (outputs)
+      sedp_nn_model_get_output_info (m, i, &v[i]);
+    else
+      sedp_nn_model_get_input_info (m, i, &v[i]);
+  }
+  return v;
+}
+
 static char *
-names_of (const SedpNnValueInfo *vi, guint n)
+names_of (const SedpNnTensor *vi, guint n)
 {
   GString *s = g_string_new (NULL);
   for (guint i = 0; i < n; i++)
@@ -192,7 +206,7 @@ names_of (const SedpNnValueInfo *vi, guint n)
 }
 
 static int
-find_value (const SedpNnValueInfo *vi, guint n, const char *name)
+find_value (const SedpNnTensor *vi, guint n, const char *name)
 {
   for (guint i = 0; i < n; i++)
     if (g_strcmp0 (vi[i].name, name) == 0)
@@ -219,11 +233,12 @@ shape_string (int rank, const gint64 *dims)
 static gboolean
 setup_inputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
 {
-  const SedpNnModel *m = mi->model;
-  mi->n_in = m->n_inputs;
-  mi->in = g_new0 (InputMap, MAX (m->n_inputs, 1));
-  for (guint i = 0; i < m->n_inputs; i++) {
-    const SedpNnValueInfo *vi = &m->inputs[i];
+  guint n_inputs;
+  g_autofree SedpNnTensor *inputs = value_infos (mi->model, FALSE, &n_inputs);
+  mi->n_in = n_inputs;
+  mi->in = g_new0 (InputMap, MAX (n_inputs, 1));
+  for (guint i = 0; i < n_inputs; i++) {
+    const SedpNnTensor *vi = &inputs[i];
     InputMap *im = &mi->in[i];
     im->name = g_strdup (vi->name);
     im->column = g_strdup (vi->name);
@@ -249,9 +264,9 @@ setup_inputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
         continue;
       if (vi->dims[k] < 0) {
         g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
-                     "model input '%s': dimension %d is symbolic ('%s'); only the first (batch) "
+                     "model input '%s': dimension %d is symbolic; only the first (batch) "
                      "dimension may be",
-                     vi->name, k, vi->dim_params[k] ? vi->dim_params[k] : "?");
+                     vi->name, k);
         return FALSE;
       }
       width *= (guint64) vi->dims[k];
@@ -272,9 +287,9 @@ setup_inputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
                    "inputs: '%s' is not MODEL_INPUT=COLUMN", map[k]);
       return FALSE;
     }
-    int i = find_value (m->inputs, m->n_inputs, name);
+    int i = find_value (inputs, n_inputs, name);
     if (i < 0) {
-      g_autofree char *names = names_of (m->inputs, m->n_inputs);
+      g_autofree char *names = names_of (inputs, n_inputs);
       g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
                    "inputs: the model has no input '%s' (its inputs: %s)", name, names);
       return FALSE;
@@ -288,7 +303,8 @@ setup_inputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
 static gboolean
 setup_outputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
 {
-  const SedpNnModel *m = mi->model;
+  guint n_outputs;
+  g_autofree SedpNnTensor *outputs = value_infos (mi->model, TRUE, &n_outputs);
   const char *const *map = sedp_stage_context_get_strv (ctx, "outputs");
   if (map && map[0]) {
     guint n = g_strv_length ((char **) map);
@@ -300,9 +316,9 @@ setup_outputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
                      "outputs: '%s' is not MODEL_OUTPUT=COLUMN", map[k]);
         return FALSE;
       }
-      int i = find_value (m->outputs, m->n_outputs, name);
+      int i = find_value (outputs, n_outputs, name);
       if (i < 0) {
-        g_autofree char *names = names_of (m->outputs, m->n_outputs);
+        g_autofree char *names = names_of (outputs, n_outputs);
         g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
                      "outputs: the model has no output '%s' (its outputs: %s)", name, names);
         return FALSE;
@@ -311,10 +327,10 @@ setup_outputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
                                          .column = g_steal_pointer (&column)};
     }
   } else {
-    mi->out = g_new0 (OutputMap, MAX (m->n_outputs, 1));
-    for (guint i = 0; i < m->n_outputs; i++)
-      mi->out[mi->n_out++] = (OutputMap){.index = i, .name = g_strdup (m->outputs[i].name),
-                                         .column = g_strdup (m->outputs[i].name)};
+    mi->out = g_new0 (OutputMap, MAX (n_outputs, 1));
+    for (guint i = 0; i < n_outputs; i++)
+      mi->out[mi->n_out++] = (OutputMap){.index = i, .name = g_strdup (outputs[i].name),
+                                         .column = g_strdup (outputs[i].name)};
   }
   for (guint a = 0; a < mi->n_out; a++)
     for (guint b = a + 1; b < mi->n_out; b++)
@@ -439,12 +455,11 @@ mi_create (SedpStageContext *ctx, GError **error)
     g_error_free (local);
     goto fail;
   }
-  for (guint k = 0; k < mi->model->n_initializers; k++)
-    mi->parameters += sedp_nn_tensor_numel (mi->model->initializers[k]);
-  if (mi->model->n_inputs == 0 || mi->model->n_outputs == 0) {
+  mi->parameters = sedp_nn_model_get_n_parameters (mi->model);
+  if (sedp_nn_model_get_n_inputs (mi->model) == 0 || sedp_nn_model_get_n_outputs (mi->model) == 0) {
     g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
                  "model %s has no %s", mi->model_path,
-                 mi->model->n_inputs == 0 ? "graph inputs" : "graph outputs");
+                 sedp_nn_model_get_n_inputs (mi->model) == 0 ? "graph inputs" : "graph outputs");
     goto fail;
   }
   if (!setup_inputs (mi, ctx, error) || !setup_outputs (mi, ctx, error))
@@ -491,7 +506,7 @@ worker_init (ModelInference *mi, Worker *w, guint index)
   w->bufs = g_new0 (gpointer, MAX (mi->n_in, 1));
   w->buf_bytes = g_new0 (gsize, MAX (mi->n_in, 1));
   w->in = g_new0 (SedpNnTensor, MAX (mi->n_in, 1));
-  w->out = g_new0 (SedpNnTensor, MAX (mi->model->n_outputs, 1));
+  w->out = g_new0 (SedpNnTensor, MAX (sedp_nn_model_get_n_outputs (mi->model), 1));
   if (mi->n_pin > 0) {
     /* Pinning is per worker thread, once: worker w runs on pin_cpus[w % n]. */
     cpu_set_t set;
@@ -752,7 +767,7 @@ run_chunk (ModelInference *mi, Worker *w, guint start, guint n, GError **error)
     return FALSE;
   for (guint i = 0; i < mi->n_in; i++)
     fill_input (mi, w, i, start, n, batch);
-  if (!sedp_nn_plan_run (plan, mi->n_in, w->in, mi->model->n_outputs, w->out, error))
+  if (!sedp_nn_plan_run (plan, mi->n_in, w->in, sedp_nn_plan_get_n_outputs (plan), w->out, error))
     return FALSE;
   g_atomic_int_inc (&mi->instance_runs[inst]);
   sedp_counter_add (mi->engine_runs, 1);

@@ -1,0 +1,172 @@
+/* sedp — the dense engine's public API: tensors, models, plans. A stage that runs ONNX models
+ * (such as model_inference) uses these; the model's graph itself stays internal to libsedp. */
+#pragma once
+
+#include <sedp/macros.h>
+
+G_BEGIN_DECLS
+
+/** SEDP_NN_MAX_RANK: the highest tensor rank the engine handles. */
+#define SEDP_NN_MAX_RANK 8
+
+/**
+ * SedpNnDType:
+ * Element types, numbered as ONNX's TensorProto.DataType. The engine computes in FLOAT and uses
+ * INT64 for shapes and indexes; INT32 and BOOL appear in models and are converted by Cast.
+ */
+typedef enum {
+  SEDP_NN_UNDEFINED = 0,
+  SEDP_NN_FLOAT = 1,
+  SEDP_NN_UINT8 = 2,
+  SEDP_NN_INT8 = 3,
+  SEDP_NN_INT32 = 6,
+  SEDP_NN_INT64 = 7,
+  SEDP_NN_BOOL = 9,
+  SEDP_NN_DOUBLE = 11,
+} SedpNnDType;
+
+/* Bytes per element (0 for unsupported types). */
+SEDP_API gsize sedp_nn_dtype_size (SedpNnDType dtype);
+/* "float", "int64", … ("type N" for others, in a static buffer per thread). */
+SEDP_API const char *sedp_nn_dtype_name (SedpNnDType dtype);
+
+/**
+ * SedpNnTensor:
+ * A tensor: type, shape and data. Whether @data is owned depends on where the tensor lives
+ * (initializers own theirs; plan inputs and outputs borrow).
+ */
+typedef struct {
+  char *name;
+  SedpNnDType dtype;
+  int rank;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  gpointer data;
+} SedpNnTensor;
+
+/* Product of the dims (1 for rank 0). */
+SEDP_API gint64 sedp_nn_tensor_numel (const SedpNnTensor *t);
+
+/* A new tensor owning zeroed data (64-byte aligned); free with sedp_nn_tensor_free(). */
+SEDP_API SedpNnTensor *sedp_nn_tensor_new (const char *name, SedpNnDType dtype, int rank,
+                                           const gint64 *dims);
+SEDP_API void sedp_nn_tensor_free (SedpNnTensor *t);
+/* A deep copy of @t (name, shape, data) in a new aligned buffer. */
+SEDP_API SedpNnTensor *sedp_nn_tensor_dup (const SedpNnTensor *t);
+/* numel × element size. */
+SEDP_API gsize sedp_nn_tensor_nbytes (const SedpNnTensor *t);
+
+/* "[64, 128]". */
+SEDP_API char *sedp_nn_shape_to_string (int rank, const gint64 *dims);
+
+/** SEDP_NN_ERROR: errors loading, checking and running models. Codes are #SedpNnError. */
+#define SEDP_NN_ERROR (sedp_nn_error_quark ())
+SEDP_API GQuark sedp_nn_error_quark (void);
+
+typedef enum {
+  SEDP_NN_ERROR_IO,          /* cannot read or write the file */
+  SEDP_NN_ERROR_CORRUPT,     /* not a valid ONNX protobuf (truncated, bad wire data) */
+  SEDP_NN_ERROR_INVALID,     /* a valid protobuf that is not a usable model (dangling names, bad dims, cycles) */
+  SEDP_NN_ERROR_UNSUPPORTED, /* operators, opsets, types or attributes the engine lacks */
+  SEDP_NN_ERROR_SHAPE,       /* shapes that do not fit together */
+  SEDP_NN_ERROR_INPUT,       /* request-time inputs of the wrong shape or type */
+} SedpNnError;
+
+/**
+ * SedpNnModel:
+ * A loaded ONNX model, immutable after loading and shared by every plan and stage instance that
+ * runs it (one copy of the weights). Reference counted; thread-safe to share.
+ */
+typedef struct _SedpNnModel SedpNnModel;
+
+/* Reads an ONNX model file. Errors: IO, CORRUPT (truncated or bad protobuf), INVALID (missing
+ * graph, initializer data not matching its dims, dims < 0 or too large, …). Operator support is
+ * checked by sedp_nn_model_check() and when a plan is made. */
+SEDP_API SedpNnModel *sedp_nn_model_load (const char *path, GError **error);
+SEDP_API SedpNnModel *sedp_nn_model_load_data (const guint8 *data, gsize size, const char *name,
+                                               GError **error);
+
+/**
+ * sedp_nn_model_get_n_inputs:
+ * Returns: the number of graph inputs (initializers excluded).
+ */
+SEDP_API guint sedp_nn_model_get_n_inputs (const SedpNnModel *model);
+
+/**
+ * sedp_nn_model_get_input_info:
+ * @info: (out caller-allocates): filled with the input's name (borrowed from the model), dtype,
+ *   rank (-1 when unknown) and dims (-1 for a symbolic dimension such as the batch); data NULL
+ *
+ * Returns: %FALSE when @index is out of range.
+ */
+SEDP_API gboolean sedp_nn_model_get_input_info (const SedpNnModel *model, guint index,
+                                                SedpNnTensor *info);
+
+/** sedp_nn_model_get_n_outputs: Returns: the number of graph outputs. */
+SEDP_API guint sedp_nn_model_get_n_outputs (const SedpNnModel *model);
+
+/** sedp_nn_model_get_output_info: Like sedp_nn_model_get_input_info() for graph outputs. */
+SEDP_API gboolean sedp_nn_model_get_output_info (const SedpNnModel *model, guint index,
+                                                 SedpNnTensor *info);
+
+/** sedp_nn_model_get_n_parameters: Returns: the number of elements of all initializers. */
+SEDP_API gint64 sedp_nn_model_get_n_parameters (const SedpNnModel *model);
+
+SEDP_API SedpNnModel *sedp_nn_model_ref (SedpNnModel *model);
+SEDP_API void sedp_nn_model_unref (SedpNnModel *model);
+
+/**
+ * SedpNnPlan:
+ * A model compiled for a fixed batch size: every symbolic batch dimension bound, shapes
+ * inferred, shape computations folded into constants, nodes fused where it pays (Gemm/MatMul +
+ * bias + activation), a static schedule, and one preallocated arena for every intermediate
+ * value, reused by every run. The plan references the model's weights (no copy). A plan is used
+ * by one thread at a time; make one plan per worker thread.
+ */
+typedef struct _SedpNnPlan SedpNnPlan;
+
+/* Checks that every operator of @model is supported; the error lists every unsupported op with
+ * its opset ("unsupported operators (opset 13): Foo, Bar"). */
+SEDP_API gboolean sedp_nn_model_check (const SedpNnModel *model, GError **error);
+
+/* Compiles @model for @batch rows: the first dimension of every graph input, when it is
+ * symbolic, takes the value @batch, and so does any other symbolic dimension with the same name
+ * as the first input's first one; any other symbolic dimension is an UNSUPPORTED error. A model
+ * whose first input has a fixed first dimension accepts only that batch (SHAPE error). Errors:
+ * UNSUPPORTED, SHAPE, INVALID. */
+SEDP_API SedpNnPlan *sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error);
+SEDP_API void sedp_nn_plan_free (SedpNnPlan *plan);
+
+SEDP_API gint64 sedp_nn_plan_get_batch (const SedpNnPlan *plan);
+/* The graph inputs (initializers excluded) and outputs with the shapes of this plan. */
+SEDP_API guint sedp_nn_plan_get_n_inputs (const SedpNnPlan *plan);
+SEDP_API const SedpNnTensor *sedp_nn_plan_get_input (const SedpNnPlan *plan, guint index);
+SEDP_API guint sedp_nn_plan_get_n_outputs (const SedpNnPlan *plan);
+SEDP_API const SedpNnTensor *sedp_nn_plan_get_output (const SedpNnPlan *plan, guint index);
+
+/**
+ * sedp_nn_plan_run:
+ * @inputs: (array length=n_inputs): one tensor per graph input, in graph order, of the plan's
+ *   dtype and shape (data borrowed for the call)
+ * @outputs: (array length=n_outputs) (out caller-allocates): filled with the outputs' dtype,
+ *   shape and data pointers into the plan's arena, valid until the next run or free
+ *
+ * Errors: INPUT (wrong count, dtype or shape, naming the input), or an error of an operator
+ * (e.g. a Gather index out of range, naming the node).
+ */
+SEDP_API gboolean sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs,
+                                    guint n_outputs, SedpNnTensor *outputs, GError **error);
+
+/* Floating-point operations of one run (multiply-adds count 2), and per row. */
+SEDP_API double sedp_nn_plan_get_flops (const SedpNnPlan *plan);
+/* Bytes of the arena. */
+SEDP_API gsize sedp_nn_plan_get_arena_size (const SedpNnPlan *plan);
+/* The compiled schedule, one line per kernel (for `sedp model info --verbose`). */
+SEDP_API void sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out);
+
+/* Makes OpenBLAS single-threaded (the default inside stage workers) or use @threads threads. */
+SEDP_API void sedp_nn_set_blas_threads (int threads);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnModel, sedp_nn_model_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnTensor, sedp_nn_tensor_free)
+
+G_END_DECLS
