@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #define TENSOR_ALIGN 64
 
@@ -109,9 +110,27 @@ sedp_nn_tensor_new (const char *name, SedpNnDType dtype, int rank, const gint64 
     bytes *= (gsize) dims[k];
   }
   /* Never NULL, even for empty tensors: a NULL data pointer means "no data" to callers. */
-  gsize blocks = (bytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN;
-  t->data = g_aligned_alloc0 (blocks ? blocks : 1, TENSOR_ALIGN, TENSOR_ALIGN);
+  t->data = sedp_nn_alloc_zeroed (bytes);
   return t;
+}
+
+#define HUGE_PAGE ((gsize) 2 << 20)
+
+gpointer
+sedp_nn_alloc_zeroed (gsize bytes)
+{
+  if (bytes < HUGE_PAGE) {
+    gsize blocks = (bytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN;
+    return g_aligned_alloc0 (blocks ? blocks : 1, TENSOR_ALIGN, TENSOR_ALIGN);
+  }
+  gsize pages = (bytes + HUGE_PAGE - 1) / HUGE_PAGE;
+  gpointer p = g_aligned_alloc (pages, HUGE_PAGE, HUGE_PAGE);
+#ifdef MADV_HUGEPAGE
+  /* Before the first touch, so that the kernel can back it with huge pages (a hint only). */
+  madvise (p, pages * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+  memset (p, 0, pages * HUGE_PAGE);
+  return p;
 }
 
 SedpNnTensor *

@@ -6,6 +6,8 @@
  * kernel streams one panel while each row of A is broadcast. */
 #include "gemm-packed.h"
 
+#include "../tensor.h"
+
 #include <immintrin.h>
 #include <string.h>
 
@@ -85,7 +87,7 @@ nn_packed_b_acquire (const float *b, gint64 K, gint64 N, gboolean trans_b)
   pb->panels = (N + pb->nr - 1) / pb->nr;
   /* An odd number of panels gets one more zero panel: the kernels take two at a time. */
   gint64 alloc_panels = pb->panels + (pb->panels & 1);
-  pb->data = g_aligned_alloc0 ((gsize) (alloc_panels * K * pb->nr), sizeof (float), 64);
+  pb->data = sedp_nn_alloc_zeroed ((gsize) (alloc_panels * K * pb->nr) * sizeof (float));
   pb->ref_count = 1;
   pack (pb, b);
   g_ptr_array_add (cache, pb);
