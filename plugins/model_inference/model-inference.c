@@ -1,12 +1,11 @@
-/* model_inference — runs an ONNX model on the dense engine (core/nn) over the rows of frames.
+/* model_inference — runs an ONNX model on the dense engine over the rows of frames.
  *
- * Unlike the SDK-only plugins, this one links libsedp's engine API (nn/plan.h). The model is
+ * It uses the SDK's engine API (<sedp/engine.h>, part of <sedp/sedp.h>). The model is
  * loaded once in `create` and shared read-only by everything; compiled plans (one per row
  * count, each with its own arena) are cached per worker thread and per instance, so `process`
  * takes no lock. See docs/model-inference.md. */
 #define _GNU_SOURCE
 #include <sedp/sedp.h>
-
 
 #include <errno.h>
 #include <pthread.h>

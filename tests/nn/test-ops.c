@@ -2606,6 +2606,42 @@ test_missing_inputs (void)
   expect_plan_error (m, 1, SEDP_NN_ERROR_INVALID, "takes 2 to 3 inputs");
 }
 
+/* `axes` in the form the model's opset does not have is refused (it would change the result),
+ * and so is a Dropout in training mode. */
+static void
+test_wrong_axes_form (void)
+{
+  SedpNnModel *m = tb_new (13);
+  IN (m, "X", F, -1, 1);
+  SedpNnNode *n = tb_node (m, "Squeeze", "attr_in_13", "X", "Y");
+  const gint64 one[] = {1};
+  tb_attr_ints (n, "axes", 1, one);
+  OUT (m, "Y", F);
+  expect_plan_error (m, 2, SEDP_NN_ERROR_INVALID, "'axes' is an input");
+
+  m = tb_new (12);
+  IN (m, "X", F, -1, 1);
+  INTS (m, "ax", 1);
+  tb_node (m, "ReduceSum", "input_in_12", "X,ax", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 2, SEDP_NN_ERROR_INVALID, "'axes' is an attribute");
+
+  m = tb_new (17);
+  IN (m, "X", F, -1, 3);
+  INTS (m, "ax", 1);
+  tb_node (m, "ReduceMean", "mean_input_17", "X,ax", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 2, SEDP_NN_ERROR_INVALID, "before opset 18");
+
+  m = tb_new (13);
+  IN (m, "X", F, -1, 3);
+  const guint8 yes = 1;
+  tb_init (m, "train", SEDP_NN_BOOL, 0, NULL, &yes);
+  tb_node (m, "Dropout", "training", "X,,train", "Y");
+  OUT (m, "Y", F);
+  expect_plan_error (m, 2, SEDP_NN_ERROR_UNSUPPORTED, "training_mode");
+}
+
 /* Shapes that would need absurd amounts of memory are refused at plan time. */
 static void
 test_huge_shapes (void)
@@ -2838,6 +2874,7 @@ main (void)
       {"graph errors", test_graph_errors},
       {"nodes with missing inputs", test_missing_inputs},
       {"absurd shapes refused at plan time", test_huge_shapes},
+      {"axes in the wrong form for the opset; Dropout in training", test_wrong_axes_form},
       {"input errors", test_input_errors},
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)

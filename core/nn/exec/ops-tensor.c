@@ -109,6 +109,13 @@ nn_prepare_identity (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "the mask output of Dropout");
     return FALSE;
   }
+  Value *training = op_in (c, 2);
+  if (training && (training->kind != VALUE_CONST || training->numel != 1 ||
+                   training->dtype != SEDP_NN_BOOL || *(const guint8 *) training->data != 0)) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                   "training_mode must be a constant false (inference only)");
+    return FALSE;
+  }
   return make_view (c, x->rank, x->dims, error);
 }
 
@@ -176,9 +183,33 @@ nn_prepare_flatten (OpCtx *c, GError **error)
 }
 
 /* The axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13. */
+/* Refuses the form of `axes` that the model's opset does not have: it would silently change
+ * the result (an ignored attribute reduces or squeezes every axis). */
+static gboolean
+check_axes_form (OpCtx *c, gint64 input_from, GError **error)
+{
+  gboolean has_attr = sedp_nn_node_attr (c->node, "axes") != NULL;
+  gboolean has_input = op_in (c, 1) != NULL;
+  if (c->opset >= input_from && has_attr) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
+                   "from opset %" G_GINT64_FORMAT " 'axes' is an input, not an attribute (model opset %" G_GINT64_FORMAT ")",
+                   input_from, c->opset);
+    return FALSE;
+  }
+  if (c->opset < input_from && has_input) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
+                   "before opset %" G_GINT64_FORMAT " 'axes' is an attribute, not an input (model opset %" G_GINT64_FORMAT ")",
+                   input_from, c->opset);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 read_axes (OpCtx *c, gint64 **axes, guint *n, GError **error)
 {
+  if (!check_axes_form (c, 13, error))
+    return FALSE;
   if (c->opset >= 13) {
     if (op_in (c, 1) == NULL) {
       *axes = NULL;
@@ -621,6 +652,8 @@ nn_prepare_reduce (OpCtx *c, GError **error)
   }
   /* axes: an input from opset 13 (ReduceSum) or 18 (ReduceMean), an attribute before. */
   gboolean axes_input = c->opset >= (mean ? 18 : 13);
+  if (!check_axes_form (c, mean ? 18 : 13, error))
+    return FALSE;
   g_autofree gint64 *axes = NULL;
   guint n = 0;
   if (axes_input) {

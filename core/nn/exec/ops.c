@@ -49,7 +49,7 @@ nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error)
     return FALSE;
   }
   if (v->dtype != SEDP_NN_INT64 && v->dtype != SEDP_NN_INT32) {
-    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "input %u must be int64, is %s", k,
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "input %u must be int64 or int32, is %s", k,
                    sedp_nn_dtype_name (v->dtype));
     return FALSE;
   }

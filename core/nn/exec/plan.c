@@ -720,8 +720,11 @@ void
 sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out)
 {
   const Plan *p = (const Plan *) plan;
+  guint kernels = 0;
+  for (guint s = 0; s < p->steps->len; s++)
+    kernels += g_array_index (p->steps, Step, s).n_out > 0;
   g_string_append_printf (out, "plan: batch %" G_GINT64_FORMAT ", %u kernels, arena %zu bytes, %.3g FLOPs\n",
-                          p->batch, p->steps->len, p->arena_size, p->flops);
+                          p->batch, kernels, p->arena_size, p->flops);
   for (guint s = 0; s < p->steps->len; s++) {
     const Step *st = &g_array_index (p->steps, Step, s);
     if (st->n_out == 0)
