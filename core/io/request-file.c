@@ -392,7 +392,8 @@ sedp_result_write_json (SedpRequest *request, const char *const *outputs, GStrin
     }
     guint row = 0;
     const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
-    if (f && sedp_result_get_item_status (res, i) == SEDP_ITEM_SCORED) {
+    SedpItemStatus st = sedp_result_get_item_status (res, i);
+    if (f && (st == SEDP_ITEM_SCORED || st == SEDP_ITEM_CACHED)) {
       for (guint c = 0; c < sedp_frame_get_n_columns (f); c++) {
         const SedpColumn *col = sedp_frame_get_column_at (f, c);
         const char *name = sedp_column_get_name (col);

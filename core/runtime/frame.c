@@ -465,6 +465,13 @@ sedp_frame_fail_row (SedpFrame *frame, guint row, const char *message)
   frame->row_message[row] = g_strdup (message ? message : "failed");
 }
 
+void
+sedp_frame_answer_row (SedpFrame *frame, guint row)
+{
+  g_return_if_fail (frame != NULL && row < frame->n_rows);
+  frame_mark (frame, row, SEDP_ROW_ANSWERED);
+}
+
 SedpRowState
 sedp_frame_get_row_state (const SedpFrame *frame, guint row)
 {

@@ -76,17 +76,24 @@ forward (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
   sedp_event_free (ev);
 }
 
-/* Every item of the request dropped; the request completes. */
+/* Every pending item of the request dropped (or answered); the request completes. */
 static void
-drop_request (SedpRequest *r, const char *stage)
+end_request_early (SedpRequest *r, const char *stage, SedpItemStatus status)
 {
   g_mutex_lock (&r->lock);
   for (guint i = 0; i < r->result.n_items; i++)
     if (r->result.item_status[i] == SEDP_ITEM_PENDING)
-      r->result.item_status[i] = SEDP_ITEM_DROPPED;
+      r->result.item_status[i] = status;
   g_mutex_unlock (&r->lock);
-  g_autofree char *msg = g_strdup_printf ("stage '%s' dropped the request", stage);
+  g_autofree char *msg = g_strdup_printf ("stage '%s' %s the request", stage,
+                                          status == SEDP_ITEM_CACHED ? "answered" : "dropped");
   sedp_request_complete (r, SEDP_STATUS_OK, msg);
+}
+
+static void
+drop_request (SedpRequest *r, const char *stage)
+{
+  end_request_early (r, stage, SEDP_ITEM_DROPPED);
 }
 
 /* The source ran: cut the items into frames and set how many sink arrivals to expect. */
@@ -159,27 +166,37 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
   SedpFrame *f = ev->frame;
   if (sedp_frame_has_dead_rows (f)) {
     if (sedp_frame_get_kind (f) == FRAME_KIND_REQUEST) {
-      if (sedp_frame_get_row_state (f, 0) == SEDP_ROW_FAILED) {
+      SedpRowState st = sedp_frame_get_row_state (f, 0);
+      if (st == SEDP_ROW_FAILED) {
         g_autofree char *msg = g_strdup_printf ("stage '%s': %s", name, sedp_frame_get_row_message (f, 0));
         sedp_counter_add (s->m_failed, 1);
         sedp_request_complete (r, SEDP_STATUS_FAILED, msg);
       } else {
-        drop_request (r, name);
+        end_request_early (r, name, st == SEDP_ROW_ANSWERED ? SEDP_ITEM_CACHED : SEDP_ITEM_DROPPED);
       }
       sedp_event_free (ev);
       return;
     }
     sedp_request_record_rows (r, f, name);
-    guint n = sedp_frame_get_n_rows (f), live = 0, dropped = 0;
+    guint n = sedp_frame_get_n_rows (f), live = 0, dropped = 0, answered = 0;
     g_autofree guint32 *rows = g_new (guint32, MAX (n, 1));
+    g_autofree guint32 *early = g_new (guint32, MAX (n, 1));
     for (guint row = 0; row < n; row++) {
       SedpRowState st = sedp_frame_get_row_state (f, row);
       if (st == SEDP_ROW_LIVE)
         rows[live++] = row;
       else if (st == SEDP_ROW_DROPPED)
         dropped++;
+      else if (st == SEDP_ROW_ANSWERED)
+        early[answered++] = row;
     }
     sedp_counter_add (s->m_dropped, dropped);
+    if (answered) {
+      /* Rows answered early keep the columns they have now, as their result. */
+      SedpFrame *done = sedp_frame_select_rows (f, early, answered);
+      sedp_frame_set_kind (done, FRAME_KIND_ITEMS);
+      sedp_request_record_answered (r, done);
+    }
     ev->frame = live ? sedp_frame_select_rows (f, rows, live) : NULL;
     sedp_frame_unref (f);
   }

@@ -33,12 +33,14 @@ typedef enum {
   SEDP_STATUS_CANCELLED,
 } SedpStatus;
 
-/** SedpItemStatus: what became of one candidate item. PENDING items were not finished (timeout). */
+/** SedpItemStatus: what became of one candidate item. PENDING items were not finished (timeout);
+ * CACHED items were answered early by a stage (sedp_frame_answer_row()). */
 typedef enum {
   SEDP_ITEM_PENDING = 0,
   SEDP_ITEM_SCORED,
   SEDP_ITEM_DROPPED,
   SEDP_ITEM_FAILED,
+  SEDP_ITEM_CACHED,
 } SedpItemStatus;
 
 SEDP_API const char *sedp_status_to_string (SedpStatus status);

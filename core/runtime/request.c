@@ -13,8 +13,8 @@ sedp_status_to_string (SedpStatus status)
 const char *
 sedp_item_status_to_string (SedpItemStatus status)
 {
-  static const char *const names[] = {"pending", "scored", "dropped", "failed"};
-  return status <= SEDP_ITEM_FAILED ? names[status] : "invalid";
+  static const char *const names[] = {"pending", "scored", "dropped", "failed", "cached"};
+  return status <= SEDP_ITEM_CACHED ? names[status] : "invalid";
 }
 
 SedpRequest *
@@ -337,8 +337,8 @@ sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *st
   g_mutex_lock (&r->lock);
   for (guint row = 0; row < frame->n_rows; row++) {
     SedpRowState st = sedp_frame_get_row_state (frame, row);
-    if (st == SEDP_ROW_LIVE)
-      continue;
+    if (st == SEDP_ROW_LIVE || st == SEDP_ROW_ANSWERED)
+      continue; /* answered rows are recorded with their columns (sedp_request_record_answered) */
     guint item = sedp_frame_get_item_index (frame, row);
     if (st == SEDP_ROW_DROPPED) {
       set_item (r, item, SEDP_ITEM_DROPPED, NULL);
@@ -348,6 +348,28 @@ sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *st
       set_item (r, item, SEDP_ITEM_FAILED, msg);
     }
   }
+  g_mutex_unlock (&r->lock);
+}
+
+void
+sedp_request_record_answered (SedpRequest *r, SedpFrame *frame)
+{
+  g_mutex_lock (&r->lock);
+  SedpResult *res = &r->result;
+  if (r->done || res->frames == NULL) {
+    g_mutex_unlock (&r->lock);
+    sedp_frame_unref (frame);
+    return;
+  }
+  for (guint row = 0; row < frame->n_rows; row++) {
+    guint item = sedp_frame_get_item_index (frame, row);
+    if (item >= res->n_items || res->item_status[item] != SEDP_ITEM_PENDING)
+      continue;
+    res->item_status[item] = SEDP_ITEM_CACHED;
+    res->item_frame[item] = frame;
+    res->item_row[item] = row;
+  }
+  g_ptr_array_add (res->frames, frame);
   g_mutex_unlock (&r->lock);
 }
 

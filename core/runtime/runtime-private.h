@@ -146,6 +146,9 @@ void sedp_request_complete (SedpRequest *r, SedpStatus status, const char *messa
 void sedp_request_collect (SedpRequest *r, SedpFrame *frame);
 /* Marks items of @frame (rows that are not live) with their state and message. */
 void sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *stage);
+/* Records the rows of @frame (all answered early) as the items' results, status CACHED; takes
+ * ownership of @frame. */
+void sedp_request_record_answered (SedpRequest *r, SedpFrame *frame);
 /* Marks every item of @frame failed (or dropped when @message is NULL). */
 void sedp_request_record_frame (SedpRequest *r, const SedpFrame *frame, SedpItemStatus status,
                                 const char *message);

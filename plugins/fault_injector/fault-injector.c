@@ -7,6 +7,7 @@
 typedef struct {
   GHashTable *fail_items;    /* item index + 1 */
   GHashTable *drop_items;
+  GHashTable *answer_items;
   GHashTable *fail_requests; /* request ids */
   GHashTable *drop_requests;
   gboolean fail_batch;
@@ -46,6 +47,7 @@ fault_destroy (gpointer instance)
   FaultInjector *f = instance;
   g_clear_pointer (&f->fail_items, g_hash_table_unref);
   g_clear_pointer (&f->drop_items, g_hash_table_unref);
+  g_clear_pointer (&f->answer_items, g_hash_table_unref);
   g_clear_pointer (&f->fail_requests, g_hash_table_unref);
   g_clear_pointer (&f->drop_requests, g_hash_table_unref);
   g_free (f->message);
@@ -63,7 +65,8 @@ fault_create (SedpStageContext *ctx, GError **error)
   FaultInjector *f = g_new0 (FaultInjector, 1);
   f->fail_items = index_set (sedp_stage_context_get_strv (ctx, "fail_items"), error, "fail_items");
   f->drop_items = f->fail_items ? index_set (sedp_stage_context_get_strv (ctx, "drop_items"), error, "drop_items") : NULL;
-  if (f->drop_items == NULL) {
+  f->answer_items = f->drop_items ? index_set (sedp_stage_context_get_strv (ctx, "answer_items"), error, "answer_items") : NULL;
+  if (f->answer_items == NULL) {
     fault_destroy (f);
     return NULL;
   }
@@ -113,6 +116,9 @@ fault_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
       } else if (g_hash_table_contains (f->drop_items, key)) {
         sedp_frame_drop_row (frame, r);
         sedp_counter_add (f->injected, 1);
+      } else if (g_hash_table_contains (f->answer_items, key)) {
+        sedp_frame_answer_row (frame, r);
+        sedp_counter_add (f->injected, 1);
       }
     }
   }
@@ -122,6 +128,7 @@ fault_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
 static const SedpOptionSpec fault_options[] = {
   SEDP_OPTION_LIST_SPEC ("fail_items", NULL, "Item indexes whose rows fail"),
   SEDP_OPTION_LIST_SPEC ("drop_items", NULL, "Item indexes whose rows are shed"),
+  SEDP_OPTION_LIST_SPEC ("answer_items", NULL, "Item indexes whose rows are answered early (as from a cache)"),
   SEDP_OPTION_LIST_SPEC ("fail_requests", NULL, "Request ids whose events fail"),
   SEDP_OPTION_LIST_SPEC ("drop_requests", NULL, "Request ids whose events are shed"),
   SEDP_OPTION_BOOL_SPEC ("fail_batch", "false", "Fail the whole process call (not just the event) when it holds a failing request"),

@@ -31,6 +31,8 @@ typedef enum {
  *   downstream frames and reported with a "dropped" status.
  * @SEDP_ROW_FAILED: processing the row failed; it is left out of downstream frames and reported
  *   with a "failed" status and the message given to sedp_frame_fail_row().
+ * @SEDP_ROW_ANSWERED: the row was answered early (from a cache): it is left out of downstream
+ *   frames and reported with a "cached" status and the columns the frame had when it left.
  *
  * What became of one row of a frame.
  */
@@ -38,6 +40,7 @@ typedef enum {
   SEDP_ROW_LIVE = 0,
   SEDP_ROW_DROPPED,
   SEDP_ROW_FAILED,
+  SEDP_ROW_ANSWERED,
 } SedpRowState;
 
 /**
@@ -294,6 +297,17 @@ SEDP_API void sedp_frame_drop_row (SedpFrame *frame, guint row);
  * @message and the name of the stage.
  */
 SEDP_API void sedp_frame_fail_row (SedpFrame *frame, guint row, const char *message);
+
+/**
+ * sedp_frame_answer_row:
+ *
+ * Answers @row now, for example with a score found in a cache: the row skips the later stages
+ * (it is left out of the frames they see) and the request reports its item with the status
+ * "cached" and the columns of @frame as they are when `process` returns (write the answer into
+ * the frame's columns first). Only rows of item frames and gathered frames are items; answering
+ * the row of a request frame answers every item of the request that is still pending.
+ */
+SEDP_API void sedp_frame_answer_row (SedpFrame *frame, guint row);
 
 /** sedp_frame_get_row_state: Returns: what became of @row so far in this stage. */
 SEDP_API SedpRowState sedp_frame_get_row_state (const SedpFrame *frame, guint row);

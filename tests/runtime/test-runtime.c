@@ -362,6 +362,33 @@ test_row_errors (void)
   sedp_pipeline_free (p);
 }
 
+/* Rows answered early (from a cache) leave the pipeline with the columns they have, and are
+ * reported as cached; the other rows go on. */
+static void
+test_answered_rows (void)
+{
+  const char *text = "[pipeline]\nframe_rows = 4\n"
+                     "[stage reader]\nplugin = passthrough\nscope = request\n"
+                     "[stage early]\nplugin = stamp\nafter = reader\n"
+                     "[stage cache]\nplugin = fault_injector\nafter = early\nanswer_items = 0, 5, 6\n"
+                     "[stage late]\nplugin = stamp\nafter = cache\n";
+  SedpPipeline *p = start_pipeline (text);
+  SedpRequest *r;
+  run_one (p, "cached", 9, &r);
+  const SedpResult *res = sedp_request_get_result (r);
+  CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+  for (guint i = 0; i < 9; i++) {
+    gboolean answered = i == 0 || i == 5 || i == 6;
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i), answered ? SEDP_ITEM_CACHED : SEDP_ITEM_SCORED);
+    CU_ASSERT_EQUAL (item_int (res, i, "early_item"), i);
+    /* Answered rows never reached the late stage. */
+    CU_ASSERT_EQUAL (item_int (res, i, "late_item"), answered ? G_MININT64 : (gint64) i);
+  }
+  sedp_request_unref (r);
+  CU_ASSERT_EQUAL (counter_value (p, "late", "stage_events_total"), 3); /* frames 0, 1, 2 */
+  sedp_pipeline_free (p);
+}
+
 static void
 test_request_scope_failure_and_drop (void)
 {
@@ -605,6 +632,7 @@ main (void)
   CU_add_test (s, "a failing batch only fails its own requests", test_batch_error_isolated);
   CU_add_test (s, "row failures and drops", test_row_errors);
   CU_add_test (s, "request-scope failure and drop", test_request_scope_failure_and_drop);
+  CU_add_test (s, "rows answered early are reported as cached", test_answered_rows);
   CU_add_test (s, "backpressure: overloaded at entry", test_backpressure_overloaded);
   CU_add_test (s, "a refused request can be submitted again", test_resubmit_after_overload);
   CU_add_test (s, "stop drains requests in flight", test_shutdown_in_flight);
