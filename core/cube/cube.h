@@ -70,6 +70,25 @@ SEDP_API const SedpCubeMeta *sedp_cube_get_meta (const SedpCube *cube);
 SEDP_API gint64 sedp_cube_lookup (SedpCube *cube, const guint64 *keys, guint n, float *out,
                                   guint8 *found, GError **error);
 
+/**
+ * SedpCubeForeachFunc:
+ * @key: a signature
+ * @values: its dim floats (valid during the call only)
+ *
+ * Returns: %TRUE to go on, %FALSE to stop.
+ */
+typedef gboolean (*SedpCubeForeachFunc) (guint64 key, const float *values, gpointer user_data);
+
+/**
+ * sedp_cube_foreach:
+ * Calls @func for every key of @cube with its values, in storage order, each key once (used by
+ * sedp_cube_push()). Stopping early (@func returned %FALSE) is not an error.
+ *
+ * Returns: %FALSE with @error set on an I/O error (disk placement), else %TRUE.
+ */
+SEDP_API gboolean sedp_cube_foreach (SedpCube *cube, SedpCubeForeachFunc func, gpointer user_data,
+                                     GError **error);
+
 /* Re-reads every block and checks it against its checksum and the index. */
 SEDP_API gboolean sedp_cube_verify (const char *dir, GError **error);
 
