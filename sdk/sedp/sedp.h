@@ -1,6 +1,7 @@
 /* sedp — the plugin SDK. A stage plugin includes this header and nothing else of sedp. */
 #pragma once
 
+#include <sedp/cube.h>
 #include <sedp/engine.h>
 #include <sedp/frame.h>
 #include <sedp/macros.h>
