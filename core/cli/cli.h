@@ -8,6 +8,7 @@
 /* Each subcommand gets its arguments without the program name: argv[0] is the subcommand. It
  * returns the process exit status. */
 int sedp_cmd_check (int argc, char **argv);
+int sedp_cmd_cube (int argc, char **argv);
 int sedp_cmd_inspect (int argc, char **argv);
 int sedp_cmd_model (int argc, char **argv);
 int sedp_cmd_run (int argc, char **argv);
