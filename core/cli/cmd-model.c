@@ -1,6 +1,8 @@
-/* sedp model — ONNX models: info, eval, bench, synth. */
+/* sedp model — ONNX models: info, eval, bench, synth, split. */
 #include "cli.h"
 
+#include "../cube/cube-format.h"
+#include "../cube/cube.h"
 #include "../nn/plan.h"
 #include "../nn/synth.h"
 
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* "[batch, 13]": symbolic dims by name. */
 static char *
@@ -637,6 +640,526 @@ cmd_synth (int argc, char **argv)
   return 0;
 }
 
+/* ---- split ---- */
+
+/* One id input taken out of the model: its table goes into the cube, its lookup and pooling
+ * become the graph input pooled_K. */
+typedef struct {
+  guint input;            /* the id input's index among the graph inputs */
+  guint slot;             /* K: its number among the split inputs */
+  const SedpNnTensor *table;
+  gboolean mean;          /* ReduceMean, or ReduceSum then Div by the id count */
+  const char *value;      /* the pooled value the rest of the graph reads */
+  gboolean keepdims;      /* @value is [batch, 1, dim] */
+  char *pooled;           /* "pooled_K" */
+} SplitSlot;
+
+static void
+split_slot_clear (gpointer p)
+{
+  g_free (((SplitSlot *) p)->pooled);
+}
+
+/* The node producing @name, or -1. */
+static int
+split_producer (const SedpNnModel *m, const char *name)
+{
+  for (guint k = 0; k < m->n_nodes; k++)
+    for (guint o = 0; o < m->nodes[k].n_outputs; o++)
+      if (strcmp (m->nodes[k].outputs[o], name) == 0)
+        return (int) k;
+  return -1;
+}
+
+/* The nodes reading @name. */
+static GArray *
+split_consumers (const SedpNnModel *m, const char *name)
+{
+  GArray *a = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint k = 0; k < m->n_nodes; k++)
+    for (guint i = 0; i < m->nodes[k].n_inputs; i++)
+      if (strcmp (m->nodes[k].inputs[i], name) == 0) {
+        g_array_append_val (a, k);
+        break;
+      }
+  return a;
+}
+
+static gboolean
+split_is_output (const SedpNnModel *m, const char *name)
+{
+  for (guint k = 0; k < m->n_outputs; k++)
+    if (strcmp (m->outputs[k].name, name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The integers of a constant: an int64/int32 initializer or the output of a Constant node.
+ * Returns the count (at most @max), or -1 when @name is not such a constant. */
+static int
+split_const_ints (const SedpNnModel *m, const char *name, gint64 *out, int max)
+{
+  const SedpNnTensor *t = sedp_nn_model_get_initializer (m, name);
+  if (t == NULL) {
+    int p = split_producer (m, name);
+    if (p < 0 || strcmp (m->nodes[p].op_type, "Constant") != 0)
+      return -1;
+    const SedpNnAttr *a = sedp_nn_node_attr (&m->nodes[p], "value");
+    if (a && a->type == SEDP_NN_ATTR_TENSOR)
+      t = a->t;
+    else if ((a = sedp_nn_node_attr (&m->nodes[p], "value_ints")) && a->type == SEDP_NN_ATTR_INTS) {
+      for (guint k = 0; k < a->n_ints && (int) k < max; k++)
+        out[k] = a->ints[k];
+      return a->n_ints <= (guint) max ? (int) a->n_ints : -1;
+    } else if ((a = sedp_nn_node_attr (&m->nodes[p], "value_int")) && a->type == SEDP_NN_ATTR_INT) {
+      out[0] = a->i;
+      return 1;
+    }
+  }
+  if (t == NULL || t->data == NULL || (t->dtype != SEDP_NN_INT64 && t->dtype != SEDP_NN_INT32))
+    return -1;
+  gint64 n = sedp_nn_tensor_numel (t);
+  if (n > max)
+    return -1;
+  for (gint64 k = 0; k < n; k++)
+    out[k] = t->dtype == SEDP_NN_INT64 ? ((const gint64 *) t->data)[k]
+                                       : ((const gint32 *) t->data)[k];
+  return (int) n;
+}
+
+/* Whether reduce node @r pools over axis 1 of a rank-3 tensor (attribute or axes input). */
+static gboolean
+split_reduces_ids (const SedpNnModel *m, const SedpNnNode *r)
+{
+  gint64 axes[4];
+  int n = -1;
+  const SedpNnAttr *a = sedp_nn_node_attr (r, "axes");
+  if (a && a->type == SEDP_NN_ATTR_INTS && a->n_ints <= 4) {
+    n = (int) a->n_ints;
+    memcpy (axes, a->ints, sizeof (gint64) * (gsize) n);
+  } else if (r->n_inputs >= 2 && *r->inputs[1]) {
+    n = split_const_ints (m, r->inputs[1], axes, 4);
+  }
+  return n == 1 && (axes[0] == 1 || axes[0] == -2);
+}
+
+/* ReduceSum's output @sum divided by the number of ids: Div (sum, Cast (Gather (Shape (ids),
+ * 1))), as PyTorch exports `emb(ids).sum(1) / ids.size(1)`. Returns the Div node or -1. */
+static int
+split_div_by_count (const SedpNnModel *m, const char *sum, const char *ids)
+{
+  if (split_is_output (m, sum))
+    return -1;
+  g_autoptr (GArray) cons = split_consumers (m, sum);
+  if (cons->len != 1)
+    return -1;
+  guint d = g_array_index (cons, guint, 0);
+  const SedpNnNode *div = &m->nodes[d];
+  if (strcmp (div->op_type, "Div") != 0 || div->n_inputs != 2 || strcmp (div->inputs[0], sum) != 0)
+    return -1;
+  int c = split_producer (m, div->inputs[1]);
+  if (c < 0 || strcmp (m->nodes[c].op_type, "Cast") != 0)
+    return -1;
+  const SedpNnAttr *to = sedp_nn_node_attr (&m->nodes[c], "to");
+  if (to == NULL || to->i != SEDP_NN_FLOAT)
+    return -1;
+  int g = split_producer (m, m->nodes[c].inputs[0]);
+  if (g < 0 || strcmp (m->nodes[g].op_type, "Gather") != 0 || m->nodes[g].n_inputs != 2)
+    return -1;
+  const SedpNnAttr *axis = sedp_nn_node_attr (&m->nodes[g], "axis");
+  gint64 idx[2];
+  if ((axis && axis->i != 0) || split_const_ints (m, m->nodes[g].inputs[1], idx, 1) != 1 ||
+      idx[0] != 1)
+    return -1;
+  int sh = split_producer (m, m->nodes[g].inputs[0]);
+  if (sh < 0 || strcmp (m->nodes[sh].op_type, "Shape") != 0 ||
+      strcmp (m->nodes[sh].inputs[0], ids) != 0 || m->nodes[sh].n_attrs != 0)
+    return -1;
+  return (int) d;
+}
+
+static gboolean G_GNUC_PRINTF (2, 3)
+split_fail (GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error_literal (error, SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED, msg);
+  g_free (msg);
+  return FALSE;
+}
+
+/* Finds the id inputs to take out: every int64/int32 graph input read by a Gather of a float
+ * [rows, dim] initializer on axis 0, pooled by ReduceSum/ReduceMean over the ids (rank-2 ids) or
+ * not at all (rank-1 ids: one id per row). Marks the nodes removed in @removed. */
+static gboolean
+split_find (const SedpNnModel *m, GArray *slots, gboolean *removed, GError **error)
+{
+  for (guint i = 0; i < m->n_inputs; i++) {
+    const SedpNnValueInfo *in = &m->inputs[i];
+    if (in->dtype != SEDP_NN_INT64 && in->dtype != SEDP_NN_INT32)
+      continue;
+    g_autoptr (GArray) cons = split_consumers (m, in->name);
+    int gather = -1;
+    for (guint c = 0; c < cons->len; c++) {
+      const SedpNnNode *n = &m->nodes[g_array_index (cons, guint, c)];
+      if (strcmp (n->op_type, "Gather") != 0 || n->n_inputs != 2 ||
+          strcmp (n->inputs[1], in->name) != 0)
+        continue;
+      const SedpNnTensor *t = sedp_nn_model_get_initializer (m, n->inputs[0]);
+      const SedpNnAttr *axis = sedp_nn_node_attr (n, "axis");
+      if (t == NULL || t->dtype != SEDP_NN_FLOAT || t->rank != 2 || (axis && axis->i != 0))
+        continue;
+      if (gather >= 0)
+      {
+        const SedpNnTensor *t0 = sedp_nn_model_get_initializer (m, m->nodes[gather].inputs[0]);
+        return split_fail (error, "input '%s' indexes two tables ('%s' [%" G_GINT64_FORMAT ", %"
+                           G_GINT64_FORMAT "] and '%s' [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                           "]); split takes one table per id input, all of one dim, into the "
+                           "cube", in->name, t0->name, t0->dims[0], t0->dims[1], t->name,
+                           t->dims[0], t->dims[1]);
+      }
+      gather = (int) g_array_index (cons, guint, c);
+    }
+    if (gather < 0)
+      continue;
+    const SedpNnNode *g = &m->nodes[gather];
+    SplitSlot s = {.input = i, .slot = slots->len,
+                   .table = sedp_nn_model_get_initializer (m, g->inputs[0])};
+    if (in->rank == 1) {
+      /* One id per row: the looked-up row is the value. */
+      s.value = g->outputs[0];
+      removed[gather] = TRUE;
+    } else if (in->rank == 2) {
+      g_autoptr (GArray) gc = split_consumers (m, g->outputs[0]);
+      const SedpNnNode *r = gc->len == 1 ? &m->nodes[g_array_index (gc, guint, 0)] : NULL;
+      gboolean is_sum = r && strcmp (r->op_type, "ReduceSum") == 0;
+      if (r == NULL || split_is_output (m, g->outputs[0]) ||
+          (!is_sum && strcmp (r->op_type, "ReduceMean") != 0) || !split_reduces_ids (m, r))
+        return split_fail (error, "the lookup of input '%s' in table '%s' is not pooled by one "
+                           "ReduceSum or ReduceMean over the ids (axis 1); split cannot replace "
+                           "it by a pooled embedding", in->name, g->inputs[0]);
+      const SedpNnAttr *kd = sedp_nn_node_attr (r, "keepdims");
+      s.keepdims = kd == NULL || kd->i != 0;
+      s.mean = !is_sum;
+      s.value = r->outputs[0];
+      removed[gather] = TRUE;
+      removed[r - m->nodes] = TRUE;
+      int div = is_sum ? split_div_by_count (m, r->outputs[0], in->name) : -1;
+      if (div >= 0) {
+        s.mean = TRUE;
+        s.value = m->nodes[div].outputs[0];
+        removed[div] = TRUE;
+      }
+    } else {
+      return split_fail (error, "input '%s' has rank %d; split takes ids of rank 1 [batch] or 2 "
+                         "[batch, ids]", in->name, in->rank);
+    }
+    s.pooled = g_strdup_printf ("pooled_%u", s.slot);
+    g_array_append_val (slots, s);
+  }
+  if (slots->len == 0)
+    return split_fail (error, "no embedding lookups to split: no int64 input indexes a float "
+                       "[rows, dim] initializer through Gather on axis 0");
+  guint dim = 0;
+  const char *first = NULL;
+  for (guint k = 0; k < slots->len; k++) {
+    const SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    guint d = (guint) s->table->dims[1];
+    if (k == 0) {
+      dim = d;
+      first = s->table->name;
+    } else if (d != dim) {
+      return split_fail (error, "the tables have different dims ('%s' has %u, '%s' has %u); one "
+                         "cube holds one dim", first, dim, s->table->name, d);
+    }
+    if (d < 1 || d > CUBE_MAX_DIM)
+      return split_fail (error, "table '%s' has dim %u (a cube holds 1 to %d)", s->table->name,
+                         d, CUBE_MAX_DIM);
+    if (sedp_nn_model_find_input (m, s->pooled) >= 0 || split_producer (m, s->pooled) >= 0 ||
+        sedp_nn_model_get_initializer (m, s->pooled))
+      return split_fail (error, "the model already has a value named '%s'", s->pooled);
+  }
+  return TRUE;
+}
+
+/* The dense model: @m without the tables, lookups and pooling of @slots, whose pooled values
+ * become inputs pooled_K [batch, dim]; nodes and initializers left unused are dropped. Steals
+ * nodes and initializers from @m. */
+static SedpNnModel *
+split_dense (SedpNnModel *m, GArray *slots, gboolean *removed, GError **error)
+{
+  /* What the rest of the graph reads instead of each pooled value. */
+  g_autoptr (GHashTable) rename = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint k = 0; k < slots->len; k++) {
+    SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    if (!s->keepdims)
+      g_hash_table_insert (rename, (gpointer) s->value, s->pooled);
+  }
+  /* Liveness from the graph outputs. */
+  g_autoptr (GHashTable) used = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint k = 0; k < m->n_outputs; k++)
+    g_hash_table_add (used, m->outputs[k].name);
+  g_autofree gboolean *live = g_new0 (gboolean, MAX (m->n_nodes, 1));
+  for (gboolean changed = TRUE; changed;) {
+    changed = FALSE;
+    for (guint k = 0; k < m->n_nodes; k++) {
+      if (removed[k] || live[k])
+        continue;
+      const SedpNnNode *n = &m->nodes[k];
+      gboolean needed = FALSE;
+      for (guint o = 0; o < n->n_outputs && !needed; o++)
+        needed = g_hash_table_contains (used, n->outputs[o]);
+      if (!needed)
+        continue;
+      live[k] = changed = TRUE;
+      for (guint i = 0; i < n->n_inputs; i++)
+        g_hash_table_add (used, n->inputs[i]);
+    }
+  }
+  for (guint k = 0; k < slots->len; k++) {
+    const SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    const char *ids = m->inputs[s->input].name;
+    for (guint n = 0; n < m->n_nodes; n++)
+      for (guint i = 0; live[n] && i < m->nodes[n].n_inputs; i++)
+        if (strcmp (m->nodes[n].inputs[i], ids) == 0) {
+          split_fail (error, "input '%s' is also read by node '%s' (%s); split needs id inputs "
+                      "that only index their table", ids,
+                      m->nodes[n].name ? m->nodes[n].name : "?", m->nodes[n].op_type);
+          return NULL;
+        }
+    if (split_is_output (m, ids)) {
+      split_fail (error, "input '%s' is also a graph output", ids);
+      return NULL;
+    }
+  }
+
+  SedpNnModel *d = sedp_nn_model_new (m->opset, m->producer);
+  d->ir_version = m->ir_version;
+  d->graph_name = g_strdup (m->graph_name);
+  for (guint i = 0; i < m->n_inputs; i++) {
+    const SedpNnValueInfo *in = &m->inputs[i];
+    const SplitSlot *s = NULL;
+    for (guint k = 0; k < slots->len; k++)
+      if (g_array_index (slots, SplitSlot, k).input == i)
+        s = &g_array_index (slots, SplitSlot, k);
+    if (s == NULL) {
+      sedp_nn_model_add_input (d, in->name, in->dtype, in->rank, in->dims,
+                               (const char *const *) in->dim_params);
+      continue;
+    }
+    gint64 dims[2] = {in->dims[0], s->table->dims[1]};
+    const char *params[2] = {in->dim_params[0], NULL};
+    sedp_nn_model_add_input (d, s->pooled, SEDP_NN_FLOAT, 2, dims, params);
+  }
+  for (guint k = 0; k < m->n_outputs; k++) {
+    const SedpNnValueInfo *o = &m->outputs[k];
+    sedp_nn_model_add_output (d, o->name, o->dtype, o->rank, o->dims,
+                              (const char *const *) o->dim_params);
+  }
+  for (guint k = 0; k < m->n_initializers; k++)
+    if (m->initializers[k] && g_hash_table_contains (used, m->initializers[k]->name)) {
+      sedp_nn_model_add_initializer (d, m->initializers[k]);
+      m->initializers[k] = NULL;
+    }
+  guint n_live = 0;
+  for (guint k = 0; k < m->n_nodes; k++)
+    n_live += live[k];
+  d->nodes = g_new0 (SedpNnNode, MAX (n_live, 1));
+  for (guint k = 0; k < m->n_nodes; k++) {
+    if (!live[k])
+      continue;
+    SedpNnNode *n = &d->nodes[d->n_nodes++];
+    *n = m->nodes[k];
+    memset (&m->nodes[k], 0, sizeof m->nodes[k]);
+    for (guint i = 0; i < n->n_inputs; i++) {
+      const char *to = g_hash_table_lookup (rename, n->inputs[i]);
+      if (to) {
+        g_free (n->inputs[i]);
+        n->inputs[i] = g_strdup (to);
+      }
+    }
+  }
+  /* Pooled values kept [batch, 1, dim] (keepdims) or read as graph outputs. */
+  for (guint k = 0; k < slots->len; k++) {
+    const SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    const char *in[3] = {s->pooled, NULL, NULL};
+    const char *out[2] = {s->value, NULL};
+    if (s->keepdims) {
+      gint64 one = 1;
+      if (d->opset >= 13) {
+        g_autofree char *axes = g_strdup_printf ("%s_axes", s->pooled);
+        gint64 n1 = 1;
+        SedpNnTensor *t = sedp_nn_tensor_new (axes, SEDP_NN_INT64, 1, &n1);
+        *(gint64 *) t->data = one;
+        sedp_nn_model_add_initializer (d, t);
+        in[1] = t->name;
+        sedp_nn_model_add_node (d, "Unsqueeze", s->pooled, in, out);
+      } else {
+        SedpNnNode *n = sedp_nn_model_add_node (d, "Unsqueeze", s->pooled, in, out);
+        sedp_nn_node_set_attr_ints (n, "axes", 1, &one);
+      }
+    } else if (split_is_output (m, s->value)) {
+      sedp_nn_model_add_node (d, "Identity", s->pooled, in, out);
+    }
+  }
+  return d;
+}
+
+static int
+cmd_split (int argc, char **argv)
+{
+  g_autofree char *dense_path = NULL, *cube_dir = NULL, *hex = NULL, *name = NULL;
+  g_autofree char *block_text = NULL;
+  const GOptionEntry entries[] = {
+    {"dense", 0, 0, G_OPTION_ARG_FILENAME, &dense_path, "The dense model to write", "OUT.onnx"},
+    {"cube", 0, 0, G_OPTION_ARG_FILENAME, &cube_dir, "The cube to create (must not exist)", "DIR"},
+    {"hash-key", 0, 0, G_OPTION_ARG_STRING, &hex,
+     "The cube's signature key, 32 hex digits (default: random)", "HEX"},
+    {"name", 'n', 0, G_OPTION_ARG_STRING, &name, "The cube's name (default: the folder's name)",
+     "NAME"},
+    {"block-size", 0, 0, G_OPTION_ARG_STRING, &block_text,
+     "Bytes per value block file of the cube (default 1 GiB)", "BYTES"},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("model split", "MODEL.onnx --dense OUT.onnx --cube DIR",
+                       "Splits a model into a cube and a dense model. Every int64 input slot_K "
+                       "that indexes a float [rows, dim] initializer through Gather (axis 0), "
+                       "pooled by ReduceSum or ReduceMean over its ids (or by ReduceSum then a "
+                       "division by the id count), gives its table to the cube: row r under the "
+                       "signature of (K, r), K counting those inputs from 0 in graph-input "
+                       "order. The dense model reads the pooled embeddings instead, as float "
+                       "inputs pooled_K [batch, dim]; every other node is kept. All tables must "
+                       "have the same dim. The cube_accessor stage computes pooled_K at serving "
+                       "time.",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    sedp_cli_error ("model split", "expected one MODEL.onnx (see --help)");
+    return 2;
+  }
+  if (dense_path == NULL || cube_dir == NULL) {
+    sedp_cli_error ("model split", "missing --dense OUT.onnx or --cube DIR");
+    return 2;
+  }
+  guint8 key[SEDP_CUBE_HASH_KEY_BYTES];
+  if (hex) {
+    if (!cube_unhex (hex, key, sizeof key)) {
+      g_autofree char *msg = g_strdup_printf ("--hash-key wants %d hex digits, not '%s'",
+                                              2 * SEDP_CUBE_HASH_KEY_BYTES, hex);
+      sedp_cli_error ("model split", msg);
+      return 2;
+    }
+  } else {
+    if (sodium_init () < 0) {
+      sedp_cli_error ("model split", "no source of randomness for a hash key (give --hash-key)");
+      return 1;
+    }
+    randombytes_buf (key, sizeof key);
+  }
+  guint64 block_size = 0;
+  if (block_text && !g_ascii_string_to_unsigned (block_text, 10, 1, G_MAXUINT64, &block_size,
+                                                 NULL)) {
+    sedp_cli_error ("model split", "--block-size wants a number of bytes");
+    return 2;
+  }
+  g_autoptr (SedpNnModel) model = load_model ("model split", argv[1]);
+  if (model == NULL)
+    return 1;
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) slots = g_array_new (FALSE, FALSE, sizeof (SplitSlot));
+  g_array_set_clear_func (slots, split_slot_clear);
+  g_autofree gboolean *removed = g_new0 (gboolean, MAX (model->n_nodes, 1));
+  if (!split_find (model, slots, removed, &error)) {
+    g_autofree char *msg = g_strdup_printf ("%s: %s", argv[1], error->message);
+    sedp_cli_error ("model split", msg);
+    return 1;
+  }
+  guint dim = (guint) g_array_index (slots, SplitSlot, 0).table->dims[1];
+
+  /* The cube first (into a temporary folder), while the tables are still in @model. */
+  SedpCubeBuilder *b = sedp_cube_builder_new (cube_dir, name, dim, key, block_size, &error);
+  if (b == NULL) {
+    sedp_cli_error ("model split", error->message);
+    return 1;
+  }
+  guint64 rows_total = 0;
+  for (guint k = 0; k < slots->len; k++) {
+    const SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    const float *data = s->table->data;
+    for (gint64 r = 0; r < s->table->dims[0]; r++) {
+      if (!sedp_cube_builder_add (b, sedp_signature (key, s->slot, (guint64) r),
+                                  data + (gsize) r * dim, &error)) {
+        g_autofree char *msg = g_strdup_printf ("table '%s' row %" G_GINT64_FORMAT ": %s",
+                                                s->table->name, r, error->message);
+        sedp_cli_error ("model split", msg);
+        sedp_cube_builder_abort (b);
+        return 1;
+      }
+    }
+    rows_total += (guint64) s->table->dims[0];
+  }
+  /* Names and poolings for the summary, before the dense model steals from @model. */
+  g_autoptr (GString) ids = g_string_new (NULL), pools = g_string_new (NULL);
+  g_autoptr (GString) tables = g_string_new (NULL);
+  for (guint k = 0; k < slots->len; k++) {
+    const SplitSlot *s = &g_array_index (slots, SplitSlot, k);
+    g_string_append_printf (ids, "%s%s", k ? ", " : "", model->inputs[s->input].name);
+    g_string_append_printf (pools, "%s%s", k ? ", " : "", s->mean ? "mean" : "sum");
+    g_string_append_printf (tables, "%s%s", k ? ", " : "", s->table->name);
+  }
+  g_autoptr (SedpNnModel) dense = split_dense (model, slots, removed, &error);
+  if (dense == NULL) {
+    g_autofree char *msg = g_strdup_printf ("%s: %s", argv[1], error->message);
+    sedp_cli_error ("model split", msg);
+    sedp_cube_builder_abort (b);
+    return 1;
+  }
+  /* The dense model next to its place, renamed once the cube is complete. */
+  g_autofree char *tmp = g_strdup_printf ("%s.tmp-XXXXXX", dense_path);
+  int fd = g_mkstemp (tmp);
+  if (fd < 0) {
+    int e = errno;
+    g_autofree char *msg = g_strdup_printf ("cannot write next to %s: %s", dense_path,
+                                            g_strerror (e));
+    sedp_cli_error ("model split", msg);
+    sedp_cube_builder_abort (b);
+    return 1;
+  }
+  close (fd);
+  if (!sedp_nn_model_save (dense, tmp, &error)) {
+    sedp_cli_error ("model split", error->message);
+    g_unlink (tmp);
+    sedp_cube_builder_abort (b);
+    return 1;
+  }
+  if (!sedp_cube_builder_finish (b, &error)) {
+    sedp_cli_error ("model split", error->message);
+    g_unlink (tmp);
+    return 1;
+  }
+  if (g_rename (tmp, dense_path) != 0) {
+    int e = errno;
+    g_autofree char *msg = g_strdup_printf ("cannot rename %s to %s: %s (the cube %s was "
+                                            "written)", tmp, dense_path, g_strerror (e), cube_dir);
+    sedp_cli_error ("model split", msg);
+    g_unlink (tmp);
+    return 1;
+  }
+  char khex[2 * SEDP_CUBE_HASH_KEY_BYTES + 1];
+  cube_hex (key, sizeof key, khex);
+  printf ("split %s: %u tables (%s), %" G_GUINT64_FORMAT " rows of dim %u\n", argv[1],
+          slots->len, tables->str, rows_total, dim);
+  printf ("cube:   %s (hash key %s)\n", cube_dir, khex);
+  printf ("dense:  %s (%u inputs, %u nodes, %" G_GINT64_FORMAT " parameters)\n", dense_path,
+          dense->n_inputs, dense->n_nodes, sedp_nn_model_get_n_parameters (dense));
+  printf ("cube_accessor options: slots = %s; pooling = %s; hash_slot_ids = true\n", ids->str,
+          pools->str);
+  return 0;
+}
+
 /* ---- dispatch ---- */
 
 typedef struct {
@@ -650,6 +1173,7 @@ static const Sub subs[] = {
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
   {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe)"},
+  {"split", cmd_split, "Split a model into a cube of its embedding tables and a dense model"},
 };
 
 static void
