@@ -1,0 +1,63 @@
+/* sedp — what the caches (and the benchmark) use of the policies beyond policy.h: the slot a
+ * resident key occupies, removal, tunable parameters and Belady's optimum in two steps. */
+#pragma once
+
+#include "cube/policy.h"
+
+G_BEGIN_DECLS
+
+/* No slot: the key is not resident. */
+#define SEDP_CACHE_NO_SLOT G_MAXUINT32
+
+/**
+ * SedpCachePolicyParams:
+ * @window: W-TinyLFU: the window's share of the capacity (default 0.01)
+ * @protected_share: W-TinyLFU: the protected segment's share of the main space (default 0.9)
+ * @sample_factor: W-TinyLFU: the sketch halves its counters after this many counted accesses per
+ *   entry of capacity (default 40); LFU: all counts are halved after this many accesses per
+ *   entry (default 40)
+ * @sketch_factor: W-TinyLFU: counters per row of the count-min sketch, per entry of capacity
+ *   (rounded up to a power of two; default 8)
+ * @doorkeeper: W-TinyLFU: a Bloom filter in front of the sketch that absorbs keys seen once per
+ *   sample period (default FALSE)
+ */
+typedef struct {
+  double window;
+  double protected_share;
+  double sample_factor;
+  double sketch_factor;
+  gboolean doorkeeper;
+} SedpCachePolicyParams;
+
+/* The defaults. */
+void sedp_cache_policy_params_init (SedpCachePolicyParams *params, SedpCachePolicyKind kind);
+
+SEDP_API SedpCachePolicy *sedp_cache_policy_new_full (SedpCachePolicyKind kind, guint64 capacity,
+                                                      const SedpCachePolicyParams *params);
+
+/**
+ * sedp_cache_policy_access_slot:
+ * Like sedp_cache_policy_access(); returns the slot (0 .. capacity-1) the key occupies after the
+ * access, or SEDP_CACHE_NO_SLOT. Slots are stable while a key stays resident. When a miss
+ * admits the key and evicts another, the evicted key's slot is the one the new key gets: its
+ * old value is still there until the caller overwrites it.
+ */
+SEDP_API guint32 sedp_cache_policy_access_slot (SedpCachePolicy *policy, guint64 key, gboolean *hit,
+                                                gboolean *admitted, guint64 *evicted,
+                                                gboolean *has_evicted);
+
+/* The slot of a resident key (no access is recorded), or SEDP_CACHE_NO_SLOT. */
+SEDP_API guint32 sedp_cache_policy_get_slot (const SedpCachePolicy *policy, guint64 key);
+
+/* Removes a resident key (its slot becomes free). Returns: whether it was resident. */
+SEDP_API gboolean sedp_cache_policy_remove (SedpCachePolicy *policy, guint64 key);
+
+/* The policy's capacity. */
+SEDP_API guint64 sedp_cache_policy_get_capacity (const SedpCachePolicy *policy);
+
+/* Belady in two steps, so that one trace is prepared once for several capacities:
+ * @next[i] is the position of the next access to trace[i]'s key, or @n when there is none. */
+SEDP_API guint32 *sedp_cache_belady_next_use (const guint64 *trace, gsize n);
+SEDP_API guint64 sedp_cache_belady_hits (const guint32 *next, gsize n, guint64 capacity);
+
+G_END_DECLS

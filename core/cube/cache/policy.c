@@ -1,0 +1,830 @@
+/* sedp — cache admission and eviction policies over 64-bit keys: LRU, LFU with aging (JiZhi),
+ * W-TinyLFU (Caffeine's design), and Belady's offline optimum.
+ *
+ * Every policy keeps its resident keys in a pool of `capacity` nodes (key, two links, one
+ * policy word) found through an open-addressing index: memory is proportional to the capacity
+ * (plus the sketch for W-TinyLFU), and every access is O(1) amortized. A node's index is the
+ * key's *slot*, stable while the key stays resident; the caches keep values in arrays of slots. */
+#include "policy-private.h"
+
+#include "index.h"
+
+#include <string.h>
+
+#define NIL G_MAXUINT32
+
+typedef struct {
+  guint32 head; /* most recent */
+  guint32 tail; /* least recent */
+  guint32 len;
+} List;
+
+enum { SEG_WINDOW = 1, SEG_PROBATION, SEG_PROTECTED };
+
+/* LFU: the keys of one frequency, most recent first; buckets in ascending frequency. */
+typedef struct {
+  guint32 freq;
+  List list;
+  guint32 prev, next;
+} Bucket;
+
+/* Count-min sketch of 4 rows of 4-bit counters (16 per word), with conservative update, periodic
+ * halving, and an optional doorkeeper (a Bloom filter of the keys seen once this period). */
+typedef struct {
+  guint64 *rows;        /* 4 × words */
+  guint64 words;        /* per row */
+  guint64 mask;         /* counters per row - 1 */
+  guint64 *door;        /* bits, or NULL */
+  guint64 door_mask;
+  guint64 additions;
+  guint64 sample;
+} Sketch;
+
+struct _SedpCachePolicy {
+  SedpCachePolicyKind kind;
+  SedpCachePolicyParams params;
+  guint64 capacity;
+  guint32 cap;
+  guint32 size;
+  guint64 *keys;
+  guint32 *prev, *next;
+  guint32 *aux;         /* LFU: the node's bucket; W-TinyLFU: its segment */
+  guint32 free_head;
+  SedpIndex index;
+
+  List lru;             /* LRU; W-TinyLFU's window */
+  List probation, protected_;
+  guint32 window_cap, main_cap, protected_cap;
+  Sketch sketch;
+
+  Bucket *buckets;
+  guint32 bucket_free;
+  guint32 bucket_first; /* lowest frequency */
+  guint64 accesses;
+  guint64 period;
+};
+
+gboolean
+sedp_cache_policy_kind_from_string (const char *name, SedpCachePolicyKind *kind)
+{
+  static const char *const names[] = {"lru", "lfu", "tinylfu"};
+  for (guint i = 0; name && i < G_N_ELEMENTS (names); i++) {
+    if (g_ascii_strcasecmp (name, names[i]) == 0) {
+      if (kind)
+        *kind = (SedpCachePolicyKind) i;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+void
+sedp_cache_policy_params_init (SedpCachePolicyParams *params, SedpCachePolicyKind kind)
+{
+  /* Tuned on the benchmark's traces (docs/storage.md, "Cube cache"): a long sample period and
+   * a larger protected segment suit skewed, stable popularity; the doorkeeper did not pay. */
+  (void) kind;
+  params->window = 0.01;
+  params->protected_share = 0.9;
+  params->sample_factor = 40.0;
+  params->sketch_factor = 8.0;
+  params->doorkeeper = FALSE;
+}
+
+/* ---- lists of nodes ---- */
+
+static inline void
+list_push_front (SedpCachePolicy *p, List *l, guint32 n)
+{
+  p->prev[n] = NIL;
+  p->next[n] = l->head;
+  if (l->head != NIL)
+    p->prev[l->head] = n;
+  else
+    l->tail = n;
+  l->head = n;
+  l->len++;
+}
+
+static inline void
+list_remove (SedpCachePolicy *p, List *l, guint32 n)
+{
+  guint32 a = p->prev[n], b = p->next[n];
+  if (a != NIL)
+    p->next[a] = b;
+  else
+    l->head = b;
+  if (b != NIL)
+    p->prev[b] = a;
+  else
+    l->tail = a;
+  l->len--;
+}
+
+static inline void
+list_to_front (SedpCachePolicy *p, List *l, guint32 n)
+{
+  if (l->head == n)
+    return;
+  list_remove (p, l, n);
+  list_push_front (p, l, n);
+}
+
+static inline void
+list_init (List *l)
+{
+  l->head = l->tail = NIL;
+  l->len = 0;
+}
+
+/* ---- nodes ---- */
+
+static inline guint32
+node_alloc (SedpCachePolicy *p, guint64 key)
+{
+  guint32 n = p->free_head;
+  p->free_head = p->next[n];
+  p->keys[n] = key;
+  sedp_index_put (&p->index, key, n);
+  p->size++;
+  return n;
+}
+
+static inline void
+node_free (SedpCachePolicy *p, guint32 n)
+{
+  sedp_index_remove (&p->index, p->keys[n]);
+  p->next[n] = p->free_head;
+  p->free_head = n;
+  p->size--;
+}
+
+/* ---- the sketch ---- */
+
+static void
+sketch_init (Sketch *s, guint64 capacity, const SedpCachePolicyParams *params)
+{
+  guint64 counters = sedp_pow2_at_least (MAX ((guint64) ((double) capacity * params->sketch_factor), 64));
+  s->words = counters / 16;
+  s->mask = counters - 1;
+  s->rows = g_new0 (guint64, 4 * s->words);
+  s->sample = MAX ((guint64) ((double) capacity * params->sample_factor), 16);
+  s->additions = 0;
+  if (params->doorkeeper) {
+    guint64 bits = sedp_pow2_at_least (MAX (s->sample * 2, 64));
+    s->door = g_new0 (guint64, bits / 64);
+    s->door_mask = bits - 1;
+  }
+}
+
+static void
+sketch_clear (Sketch *s)
+{
+  g_clear_pointer (&s->rows, g_free);
+  g_clear_pointer (&s->door, g_free);
+}
+
+static inline guint64
+sketch_hash (guint64 key)
+{
+  return sedp_mix64 (key ^ 0x9E3779B97F4A7C15ull);
+}
+
+static inline guint
+counter_get (const Sketch *s, guint r, guint64 i)
+{
+  return (guint) (s->rows[r * s->words + (i >> 4)] >> ((i & 15) * 4)) & 15;
+}
+
+/* The doorkeeper's two bits of a key (from the high half of its hash). */
+static inline gboolean
+door_test (const Sketch *s, guint64 h)
+{
+  guint64 a = (h >> 32) & s->door_mask, b = ((h >> 32) * 0x2545F4914F6CDD1Dull >> 20) & s->door_mask;
+  return (s->door[a >> 6] >> (a & 63) & 1) && (s->door[b >> 6] >> (b & 63) & 1);
+}
+
+static inline void
+door_set (Sketch *s, guint64 h)
+{
+  guint64 a = (h >> 32) & s->door_mask, b = ((h >> 32) * 0x2545F4914F6CDD1Dull >> 20) & s->door_mask;
+  s->door[a >> 6] |= 1ull << (a & 63);
+  s->door[b >> 6] |= 1ull << (b & 63);
+}
+
+static inline guint
+sketch_estimate_hash (const Sketch *s, guint64 h)
+{
+  guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
+  guint m = 15;
+  for (guint r = 0; r < 4; r++)
+    m = MIN (m, counter_get (s, r, (lo + r * (guint64) hi) & s->mask));
+  if (s->door && door_test (s, h))
+    m++;
+  return m;
+}
+
+static inline guint
+sketch_estimate (const Sketch *s, guint64 key)
+{
+  return sketch_estimate_hash (s, sketch_hash (key));
+}
+
+static void
+sketch_reset (Sketch *s)
+{
+  for (guint64 i = 0; i < 4 * s->words; i++)
+    s->rows[i] = (s->rows[i] >> 1) & 0x7777777777777777ull;
+  if (s->door)
+    memset (s->door, 0, (s->door_mask + 1) / 8);
+  s->additions /= 2;
+}
+
+static inline void
+sketch_increment (Sketch *s, guint64 key)
+{
+  guint64 h = sketch_hash (key);
+  if (s->door && !door_test (s, h)) {
+    door_set (s, h);
+  } else {
+    guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
+    guint64 idx[4];
+    guint v[4], m = 15;
+    for (guint r = 0; r < 4; r++) {
+      idx[r] = (lo + r * (guint64) hi) & s->mask;
+      v[r] = counter_get (s, r, idx[r]);
+      m = MIN (m, v[r]);
+    }
+    if (m == 15)
+      goto counted;
+    /* Conservative update: raise only the counters at the minimum. */
+    for (guint r = 0; r < 4; r++)
+      if (v[r] == m)
+        s->rows[r * s->words + (idx[r] >> 4)] += 1ull << ((idx[r] & 15) * 4);
+  }
+counted:
+  if (++s->additions >= s->sample)
+    sketch_reset (s);
+}
+
+/* ---- LFU with aging ---- */
+
+static guint32
+bucket_new (SedpCachePolicy *p, guint32 freq, guint32 after)
+{
+  guint32 b = p->bucket_free;
+  Bucket *bk = &p->buckets[b];
+  p->bucket_free = bk->next;
+  bk->freq = freq;
+  list_init (&bk->list);
+  bk->prev = after;
+  if (after == NIL) {
+    bk->next = p->bucket_first;
+    p->bucket_first = b;
+  } else {
+    bk->next = p->buckets[after].next;
+    p->buckets[after].next = b;
+  }
+  if (bk->next != NIL)
+    p->buckets[bk->next].prev = b;
+  return b;
+}
+
+static void
+bucket_delete (SedpCachePolicy *p, guint32 b)
+{
+  Bucket *bk = &p->buckets[b];
+  if (bk->prev != NIL)
+    p->buckets[bk->prev].next = bk->next;
+  else
+    p->bucket_first = bk->next;
+  if (bk->next != NIL)
+    p->buckets[bk->next].prev = bk->prev;
+  bk->next = p->bucket_free;
+  p->bucket_free = b;
+}
+
+/* Halves every count (at least 1), merging buckets that meet. Entries that had the higher count
+ * go to the recent end of the merged bucket, so they are evicted last. O(capacity). */
+static void
+lfu_age (SedpCachePolicy *p)
+{
+  guint32 b = p->bucket_first;
+  guint32 keep = NIL; /* the bucket the previous ones merged into */
+  while (b != NIL) {
+    Bucket *bk = &p->buckets[b];
+    guint32 next = bk->next;
+    guint32 freq = MAX (bk->freq / 2, 1);
+    if (keep != NIL && p->buckets[keep].freq == freq) {
+      /* Move b's nodes in front of keep's (b had the higher count). */
+      Bucket *kb = &p->buckets[keep];
+      for (guint32 n = bk->list.head; n != NIL; n = p->next[n])
+        p->aux[n] = keep;
+      if (bk->list.len) {
+        p->next[bk->list.tail] = kb->list.head;
+        if (kb->list.head != NIL)
+          p->prev[kb->list.head] = bk->list.tail;
+        else
+          kb->list.tail = bk->list.tail;
+        kb->list.head = bk->list.head;
+        kb->list.len += bk->list.len;
+      }
+      bucket_delete (p, b);
+    } else {
+      bk->freq = freq;
+      keep = b;
+    }
+    b = next;
+  }
+}
+
+static gboolean
+lfu_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
+            gboolean *has_evicted)
+{
+  if (++p->accesses >= p->period) {
+    p->accesses = 0;
+    lfu_age (p);
+  }
+  guint32 n = sedp_index_get (&p->index, key);
+  if (n != NIL) {
+    guint32 b = p->aux[n];
+    Bucket *bk = &p->buckets[b];
+    guint32 nb = bk->next;
+    if (nb == NIL || p->buckets[nb].freq != bk->freq + 1)
+      nb = bucket_new (p, p->buckets[b].freq + 1, b);
+    bk = &p->buckets[b]; /* (not moved: the pool is fixed) */
+    list_remove (p, &bk->list, n);
+    list_push_front (p, &p->buckets[nb].list, n);
+    p->aux[n] = nb;
+    if (bk->list.len == 0)
+      bucket_delete (p, b);
+    *slot = n;
+    return TRUE;
+  }
+  if (p->size == p->cap) {
+    /* Evict the least recently used key of the lowest frequency. */
+    guint32 b = p->bucket_first;
+    guint32 v = p->buckets[b].list.tail;
+    list_remove (p, &p->buckets[b].list, v);
+    if (p->buckets[b].list.len == 0)
+      bucket_delete (p, b);
+    *evicted = p->keys[v];
+    *has_evicted = TRUE;
+    node_free (p, v);
+  }
+  n = node_alloc (p, key);
+  guint32 b = p->bucket_first;
+  if (b == NIL || p->buckets[b].freq != 1)
+    b = bucket_new (p, 1, NIL);
+  list_push_front (p, &p->buckets[b].list, n);
+  p->aux[n] = b;
+  *admitted = TRUE;
+  *slot = n;
+  return FALSE;
+}
+
+static void
+lfu_remove (SedpCachePolicy *p, guint32 n)
+{
+  guint32 b = p->aux[n];
+  list_remove (p, &p->buckets[b].list, n);
+  if (p->buckets[b].list.len == 0)
+    bucket_delete (p, b);
+}
+
+/* ---- LRU ---- */
+
+static gboolean
+lru_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
+            gboolean *has_evicted)
+{
+  guint32 n = sedp_index_get (&p->index, key);
+  if (n != NIL) {
+    list_to_front (p, &p->lru, n);
+    *slot = n;
+    return TRUE;
+  }
+  if (p->size == p->cap) {
+    guint32 v = p->lru.tail;
+    list_remove (p, &p->lru, v);
+    *evicted = p->keys[v];
+    *has_evicted = TRUE;
+    node_free (p, v);
+  }
+  n = node_alloc (p, key);
+  list_push_front (p, &p->lru, n);
+  *admitted = TRUE;
+  *slot = n;
+  return FALSE;
+}
+
+/* ---- W-TinyLFU ---- */
+
+static inline List *
+segment (SedpCachePolicy *p, guint32 n)
+{
+  return p->aux[n] == SEG_WINDOW ? &p->lru : p->aux[n] == SEG_PROBATION ? &p->probation : &p->protected_;
+}
+
+/* Evicts node @v from the segment it is in. */
+static void
+tiny_evict (SedpCachePolicy *p, guint32 v, guint64 *evicted, gboolean *has_evicted)
+{
+  list_remove (p, segment (p, v), v);
+  *evicted = p->keys[v];
+  *has_evicted = TRUE;
+  node_free (p, v);
+}
+
+/* The main space's victim: probation's least recent, else protected's. */
+static guint32
+tiny_main_victim (SedpCachePolicy *p)
+{
+  return p->probation.tail != NIL ? p->probation.tail : p->protected_.tail;
+}
+
+static gboolean
+tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
+             gboolean *has_evicted)
+{
+  sketch_increment (&p->sketch, key);
+  guint32 n = sedp_index_get (&p->index, key);
+  if (n != NIL) {
+    switch (p->aux[n]) {
+    case SEG_WINDOW:
+      list_to_front (p, &p->lru, n);
+      break;
+    case SEG_PROBATION:
+      list_remove (p, &p->probation, n);
+      list_push_front (p, &p->protected_, n);
+      p->aux[n] = SEG_PROTECTED;
+      if (p->protected_.len > p->protected_cap) {
+        guint32 d = p->protected_.tail;
+        list_remove (p, &p->protected_, d);
+        list_push_front (p, &p->probation, d);
+        p->aux[d] = SEG_PROBATION;
+      }
+      break;
+    default:
+      list_to_front (p, &p->protected_, n);
+    }
+    *slot = n;
+    return TRUE;
+  }
+  if (p->size == p->cap) {
+    if (p->main_cap == 0) {
+      tiny_evict (p, p->lru.tail, evicted, has_evicted);
+    } else if (p->lru.len < p->window_cap) {
+      /* (Only after removals.) Room in the window: the main space gives up its victim. */
+      tiny_evict (p, tiny_main_victim (p), evicted, has_evicted);
+    } else {
+      /* The window's least recent key enters the main space only if the sketch says it is used
+       * more often than the key it would replace. */
+      guint32 c = p->lru.tail, v = tiny_main_victim (p);
+      if (sketch_estimate (&p->sketch, p->keys[c]) > sketch_estimate (&p->sketch, p->keys[v])) {
+        tiny_evict (p, v, evicted, has_evicted);
+        list_remove (p, &p->lru, c);
+        list_push_front (p, &p->probation, c);
+        p->aux[c] = SEG_PROBATION;
+      } else {
+        tiny_evict (p, c, evicted, has_evicted);
+      }
+    }
+  }
+  n = node_alloc (p, key);
+  list_push_front (p, &p->lru, n);
+  p->aux[n] = SEG_WINDOW;
+  if (p->lru.len > p->window_cap) {
+    /* Filling up: the window overflows into the main space, which has room. */
+    guint32 c = p->lru.tail;
+    list_remove (p, &p->lru, c);
+    list_push_front (p, &p->probation, c);
+    p->aux[c] = SEG_PROBATION;
+  }
+  *admitted = TRUE;
+  *slot = n;
+  return FALSE;
+}
+
+/* ---- the interface ---- */
+
+SedpCachePolicy *
+sedp_cache_policy_new_full (SedpCachePolicyKind kind, guint64 capacity,
+                            const SedpCachePolicyParams *params)
+{
+  g_return_val_if_fail (kind <= SEDP_CACHE_TINYLFU, NULL);
+  g_return_val_if_fail (capacity < G_MAXUINT32, NULL);
+  SedpCachePolicy *p = g_new0 (SedpCachePolicy, 1);
+  p->kind = kind;
+  if (params)
+    p->params = *params;
+  else
+    sedp_cache_policy_params_init (&p->params, kind);
+  p->capacity = capacity;
+  p->cap = (guint32) capacity;
+  guint32 alloc = MAX (p->cap, 1);
+  p->keys = g_new (guint64, alloc);
+  p->prev = g_new (guint32, alloc);
+  p->next = g_new (guint32, alloc);
+  p->aux = g_new0 (guint32, alloc);
+  for (guint32 i = 0; i < alloc; i++)
+    p->next[i] = i + 1 < p->cap ? i + 1 : NIL;
+  p->free_head = p->cap ? 0 : NIL;
+  sedp_index_init (&p->index, capacity);
+  list_init (&p->lru);
+  list_init (&p->probation);
+  list_init (&p->protected_);
+  switch (kind) {
+  case SEDP_CACHE_TINYLFU: {
+    guint32 w = (guint32) ((double) p->cap * p->params.window + 0.5);
+    p->window_cap = p->cap == 0 ? 0 : CLAMP (w, 1, p->cap);
+    p->main_cap = p->cap - p->window_cap;
+    p->protected_cap = (guint32) ((double) p->main_cap * p->params.protected_share);
+    sketch_init (&p->sketch, MAX (capacity, 1), &p->params);
+    break;
+  }
+  case SEDP_CACHE_LFU:
+    p->buckets = g_new (Bucket, alloc + 1);
+    for (guint32 i = 0; i <= alloc; i++)
+      p->buckets[i].next = i + 1 <= alloc ? i + 1 : NIL;
+    p->bucket_free = 0;
+    p->bucket_first = NIL;
+    p->period = MAX ((guint64) ((double) capacity * p->params.sample_factor), 16);
+    break;
+  default:
+    break;
+  }
+  return p;
+}
+
+SedpCachePolicy *
+sedp_cache_policy_new (SedpCachePolicyKind kind, guint64 capacity)
+{
+  return sedp_cache_policy_new_full (kind, capacity, NULL);
+}
+
+void
+sedp_cache_policy_free (SedpCachePolicy *p)
+{
+  if (p == NULL)
+    return;
+  g_free (p->keys);
+  g_free (p->prev);
+  g_free (p->next);
+  g_free (p->aux);
+  g_free (p->buckets);
+  sketch_clear (&p->sketch);
+  sedp_index_clear (&p->index);
+  g_free (p);
+}
+
+guint32
+sedp_cache_policy_access_slot (SedpCachePolicy *p, guint64 key, gboolean *hit, gboolean *admitted,
+                               guint64 *evicted, gboolean *has_evicted)
+{
+  gboolean adm = FALSE, has = FALSE, h;
+  guint64 ev = 0;
+  guint32 slot = SEDP_CACHE_NO_SLOT;
+  if (p->cap == 0) {
+    h = FALSE;
+    if (p->kind == SEDP_CACHE_TINYLFU)
+      sketch_increment (&p->sketch, key);
+  } else if (p->kind == SEDP_CACHE_LRU) {
+    h = lru_access (p, key, &slot, &adm, &ev, &has);
+  } else if (p->kind == SEDP_CACHE_LFU) {
+    h = lfu_access (p, key, &slot, &adm, &ev, &has);
+  } else {
+    h = tiny_access (p, key, &slot, &adm, &ev, &has);
+  }
+  if (hit)
+    *hit = h;
+  if (admitted)
+    *admitted = adm;
+  if (evicted)
+    *evicted = ev;
+  if (has_evicted)
+    *has_evicted = has;
+  return slot;
+}
+
+gboolean
+sedp_cache_policy_access (SedpCachePolicy *p, guint64 key, gboolean *admitted, guint64 *evicted,
+                          gboolean *has_evicted)
+{
+  g_return_val_if_fail (p != NULL, FALSE);
+  gboolean hit;
+  sedp_cache_policy_access_slot (p, key, &hit, admitted, evicted, has_evicted);
+  return hit;
+}
+
+gboolean
+sedp_cache_policy_contains (const SedpCachePolicy *p, guint64 key)
+{
+  g_return_val_if_fail (p != NULL, FALSE);
+  return sedp_index_get (&p->index, key) != NIL;
+}
+
+guint32
+sedp_cache_policy_get_slot (const SedpCachePolicy *p, guint64 key)
+{
+  return sedp_index_get (&p->index, key);
+}
+
+guint64
+sedp_cache_policy_get_size (const SedpCachePolicy *p)
+{
+  g_return_val_if_fail (p != NULL, 0);
+  return p->size;
+}
+
+guint64
+sedp_cache_policy_get_capacity (const SedpCachePolicy *p)
+{
+  return p->capacity;
+}
+
+gboolean
+sedp_cache_policy_remove (SedpCachePolicy *p, guint64 key)
+{
+  guint32 n = sedp_index_get (&p->index, key);
+  if (n == NIL)
+    return FALSE;
+  if (p->kind == SEDP_CACHE_LFU)
+    lfu_remove (p, n);
+  else if (p->kind == SEDP_CACHE_TINYLFU)
+    list_remove (p, segment (p, n), n);
+  else
+    list_remove (p, &p->lru, n);
+  node_free (p, n);
+  return TRUE;
+}
+
+/* ---- Belady's optimum ---- */
+
+guint32 *
+sedp_cache_belady_next_use (const guint64 *trace, gsize n)
+{
+  g_return_val_if_fail (n < G_MAXUINT32, NULL);
+  guint32 *next = g_new (guint32, MAX (n, 1));
+  /* key → its next position, for the keys seen so far (walking backwards); grows as needed. */
+  SedpIndex last;
+  guint64 cap = 1 << 16;
+  sedp_index_init (&last, cap);
+  for (gsize i = n; i-- > 0;) {
+    guint64 key = trace[i];
+    guint32 *slot = NULL;
+    for (guint64 j = sedp_mix64 (key) & last.mask;; j = (j + 1) & last.mask) {
+      SedpIndexSlot *s = &last.slots[j];
+      if (s->value == SEDP_INDEX_NONE) {
+        s->key = key;
+        last.len++;
+        slot = &s->value;
+        next[i] = (guint32) n;
+        break;
+      }
+      if (s->key == key) {
+        slot = &s->value;
+        next[i] = s->value;
+        break;
+      }
+    }
+    *slot = (guint32) i;
+    if (last.len > cap) {
+      /* Rehash into a table twice as large. */
+      SedpIndex bigger;
+      cap *= 2;
+      sedp_index_init (&bigger, cap);
+      for (guint64 j = 0; j <= last.mask; j++)
+        if (last.slots[j].value != SEDP_INDEX_NONE)
+          sedp_index_put (&bigger, last.slots[j].key, last.slots[j].value);
+      sedp_index_clear (&last);
+      last = bigger;
+    }
+  }
+  sedp_index_clear (&last);
+  return next;
+}
+
+/* A binary max-heap of positions (the cached keys' next uses). */
+typedef struct {
+  guint32 *v;
+  gsize len;
+} Heap;
+
+static inline void
+heap_push (Heap *h, guint32 x)
+{
+  gsize i = h->len++;
+  while (i > 0) {
+    gsize up = (i - 1) / 2;
+    if (h->v[up] >= x)
+      break;
+    h->v[i] = h->v[up];
+    i = up;
+  }
+  h->v[i] = x;
+}
+
+static inline void
+heap_sift_down (Heap *h, gsize i)
+{
+  guint32 x = h->v[i];
+  for (;;) {
+    gsize c = 2 * i + 1;
+    if (c >= h->len)
+      break;
+    if (c + 1 < h->len && h->v[c + 1] > h->v[c])
+      c++;
+    if (h->v[c] <= x)
+      break;
+    h->v[i] = h->v[c];
+    i = c;
+  }
+  h->v[i] = x;
+}
+
+static inline guint32
+heap_pop (Heap *h)
+{
+  guint32 top = h->v[0];
+  h->v[0] = h->v[--h->len];
+  if (h->len)
+    heap_sift_down (h, 0);
+  return top;
+}
+
+/* The optimum with bypass: a key whose next use is further away than that of every cached key
+ * (or never comes) is not cached at all. A cached key is identified by the position of its next
+ * use: `cached` is a bitmap over positions, and the heap holds those positions; entries of keys
+ * that were hit since are stale (their position has passed) and are purged when the heap has
+ * twice the capacity in entries, so it stays O(capacity) in size and O(log capacity) per step. */
+guint64
+sedp_cache_belady_hits (const guint32 *next, gsize n, guint64 capacity)
+{
+  if (capacity == 0 || n == 0)
+    return 0;
+  guint64 *cached = g_new0 (guint64, n / 64 + 1);
+  gsize heap_max = (gsize) MIN (capacity, (guint64) n) * 2 + 2;
+  Heap h = {g_new (guint32, heap_max), 0};
+  guint64 size = 0, hits = 0;
+#define IS_CACHED(i) ((cached[(i) >> 6] >> ((i) & 63)) & 1)
+#define SET_CACHED(i) (cached[(i) >> 6] |= 1ull << ((i) & 63))
+#define CLEAR_CACHED(i) (cached[(i) >> 6] &= ~(1ull << ((i) & 63)))
+  for (gsize i = 0; i < n; i++) {
+    guint32 nx = next[i];
+    if (IS_CACHED (i)) {
+      hits++;
+      CLEAR_CACHED (i); /* its heap entry is now stale */
+      if (nx == n) {
+        size--; /* never used again: its room is free */
+        continue;
+      }
+      SET_CACHED (nx);
+    } else {
+      if (nx == n)
+        continue; /* never used again: bypass */
+      if (size == capacity) {
+        /* The live maximum: stale entries (positions ≤ i) sort below every live one. */
+        while (h.len && !IS_CACHED (h.v[0]))
+          heap_pop (&h);
+        if (h.v[0] <= nx)
+          continue; /* every cached key is needed sooner: bypass */
+        guint32 out = heap_pop (&h);
+        CLEAR_CACHED (out);
+        size--;
+      }
+      size++;
+      SET_CACHED (nx);
+    }
+    if (h.len + 1 >= heap_max) {
+      /* Purge stale entries and rebuild. */
+      gsize k = 0;
+      for (gsize j = 0; j < h.len; j++)
+        if (h.v[j] > i && IS_CACHED (h.v[j]))
+          h.v[k++] = h.v[j];
+      h.len = k;
+      for (gsize j = h.len / 2; j-- > 0;)
+        heap_sift_down (&h, j);
+    }
+    heap_push (&h, nx);
+  }
+#undef IS_CACHED
+#undef SET_CACHED
+#undef CLEAR_CACHED
+  g_free (h.v);
+  g_free (cached);
+  return hits;
+}
+
+double
+sedp_cache_belady_hit_ratio (const guint64 *trace, gsize n, guint64 capacity)
+{
+  g_return_val_if_fail (trace != NULL || n == 0, 0.0);
+  if (n == 0)
+    return 0.0;
+  guint32 *next = sedp_cache_belady_next_use (trace, n);
+  guint64 hits = sedp_cache_belady_hits (next, n, capacity);
+  g_free (next);
+  return (double) hits / (double) n;
+}
