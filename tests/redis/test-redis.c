@@ -551,6 +551,13 @@ test_slow_server (void)
   CU_ASSERT (elapsed_ms (t0) < 50 * slow);
   SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "down");
   CU_ASSERT_EQUAL (counter (source, "redis_degraded"), 2);
+  /* Opening a source on the sleeping server: refused at the deadline too. */
+  SedpRedisOptions options = {.url = single_url, .name = "t", .timeout_ms = timeout};
+  g_clear_error (&error);
+  t0 = g_get_monotonic_time ();
+  CU_ASSERT_PTR_NULL (sedp_cube_source_new_redis (&options, DIM, &error));
+  CU_ASSERT (elapsed_ms (t0) <= timeout + 250 * slow);
+  SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "timed out");
 
   redisReply *r = NULL;
   CU_ASSERT_EQUAL (redisGetReply (c, (void **) &r), REDIS_OK); /* the sleep is over */
@@ -572,6 +579,16 @@ test_kill_restart (void)
   SedpCubeSource *source = open_source (single_url, "t", timeout, reconnect);
   CU_ASSERT_EQUAL (check_lookup (source, 0, 1000), 1000);
 
+  /* Restarted between two lookups: the pooled connection is found closed and the lookup goes
+   * again on a fresh one (not a failure). */
+  g_autoptr (GError) start_error = NULL;
+  redis_server_kill (single);
+  CU_ASSERT_FATAL (redis_server_start (single, &start_error));
+  CU_ASSERT_FATAL (push (single_url, "t", N_KEYS));
+  CU_ASSERT_EQUAL (check_lookup (source, 0, 1000), 1000);
+  CU_ASSERT_EQUAL (counter (source, "redis_degraded"), 0);
+  CU_ASSERT_EQUAL (counter (source, "redis_errors"), 0);
+
   redis_server_kill (single);
   float *out = g_new (float, 1000 * DIM);
   g_autoptr (GError) error = NULL;
@@ -592,7 +609,6 @@ test_kill_restart (void)
   g_clear_error (&error);
   CU_ASSERT (counter (source, "redis_connect_failures") >= 1);
 
-  g_autoptr (GError) start_error = NULL;
   CU_ASSERT_FATAL (redis_server_start (single, &start_error));
   CU_ASSERT_FATAL (push (single_url, "t", N_KEYS));
   g_usleep (reconnect * 1000 + 50000);

@@ -125,16 +125,31 @@ node_fail (RedisClient *client, RedisNode *node, RedisConn *conn)
     g_atomic_int_set (&client->refresh_needed, 1);
 }
 
+/* A pooled connection was found closed by the server (a restart, an idle timeout): the other
+ * idle ones are likely closed too. Not a failure of the node. */
+static void
+node_retire_idle (RedisNode *node, RedisConn *conn)
+{
+  g_mutex_lock (&node->lock);
+  if (conn->epoch == node->epoch) {
+    node->epoch++;
+    g_ptr_array_set_size (node->idle, 0);
+  }
+  g_mutex_unlock (&node->lock);
+  redis_conn_free (conn);
+}
+
 /* A connection from the pool, or a new one (possibly still connecting). NULL with @error while
  * the node is held off after a failure, or when the connect fails at once. */
 static RedisConn *
-node_acquire (RedisClient *client, RedisNode *node, GError **error)
+node_acquire (RedisClient *client, RedisNode *node, gboolean fresh, GError **error)
 {
   gint64 now = g_get_monotonic_time ();
   g_mutex_lock (&node->lock);
-  if (node->idle->len > 0) {
+  if (node->idle->len > 0 && !fresh) {
     RedisConn *conn = g_ptr_array_steal_index_fast (node->idle, node->idle->len - 1);
     g_mutex_unlock (&node->lock);
+    conn->reused = TRUE;
     return conn;
   }
   if (node->failed && now < node->retry_after) {
@@ -192,13 +207,26 @@ static redisReply *
 node_call (RedisClient *client, RedisNode *node, int argc, const char **argv, gint64 deadline,
            GError **error)
 {
-  RedisConn *conn = node_acquire (client, node, error);
+  RedisConn *conn = node_acquire (client, node, FALSE, error);
   if (conn == NULL)
     return NULL;
   gboolean was_connecting = conn->connecting;
   redis_conn_append_argv (conn, argc, argv, NULL);
-  redisReply *reply = redis_conn_roundtrip (conn, deadline, error);
+  g_autoptr (GError) local = NULL;
+  redisReply *reply = redis_conn_roundtrip (conn, deadline, &local);
+  if (reply == NULL && conn->reused && g_get_monotonic_time () < deadline) {
+    /* Closed while in the pool: once more on a fresh connection. */
+    node_retire_idle (node, conn);
+    g_clear_error (&local);
+    conn = node_acquire (client, node, TRUE, error);
+    if (conn == NULL)
+      return NULL;
+    was_connecting = conn->connecting;
+    redis_conn_append_argv (conn, argc, argv, NULL);
+    reply = redis_conn_roundtrip (conn, deadline, &local);
+  }
   if (reply == NULL) {
+    g_propagate_error (error, g_steal_pointer (&local));
     node_fail (client, node, conn);
     return NULL;
   }
@@ -393,6 +421,7 @@ typedef struct {
   guint cmd;
   RedisNode *node; /* NULL: the slot map's */
   gboolean asking;
+  gboolean fresh;  /* on a new connection (a pooled one was found closed) */
 } Pending;
 
 typedef struct {
@@ -401,7 +430,7 @@ typedef struct {
   GArray *expect;  /* guint: command index per reply expected, ASKING_MARK for ASKING's */
   guint next;      /* replies received */
   gboolean active;
-  gboolean was_connecting;
+  gboolean fresh;
 } Group;
 
 typedef struct {
@@ -431,10 +460,30 @@ run_note_error (Run *run, GError *error)
     g_error_free (error);
 }
 
-/* The group's node failed: its commands still waiting fail, the node is held off. */
+/* The group's node failed: its commands still waiting fail, the node is held off. Except when
+ * @may_retry and the connection came from the pool and closed before any reply: then the
+ * commands go again on a fresh connection in the next round. */
 static void
-group_fail (Run *run, Group *g, GError *error)
+group_fail (Run *run, Group *g, GError *error, gboolean may_retry)
 {
+  if (may_retry && g->conn && g->conn->reused && g->next == 0) {
+    gboolean asking = FALSE;
+    for (guint k = 0; k < g->expect->len; k++) {
+      guint cmd = g_array_index (g->expect, guint, k);
+      if (cmd == ASKING_MARK) {
+        asking = TRUE;
+        continue;
+      }
+      Pending again = {.cmd = cmd, .node = g->node, .asking = asking, .fresh = TRUE};
+      g_array_append_val (run->next_round, again);
+      asking = FALSE;
+    }
+    node_retire_idle (g->node, g->conn);
+    g_clear_error (&error);
+    g->conn = NULL;
+    g->active = FALSE;
+    return;
+  }
   for (guint k = g->next; k < g->expect->len; k++) {
     guint cmd = g_array_index (g->expect, guint, k);
     if (cmd != ASKING_MARK)
@@ -560,7 +609,8 @@ run_groups (Run *run, Group *groups, guint n_groups, gint64 deadline)
         group_fail (run, g,
                     g_error_new (SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
                                  "%s: timed out after %" G_GINT64_FORMAT " ms", g->node->addr,
-                                 run->client->timeout_us / 1000));
+                                 run->client->timeout_us / 1000),
+                    FALSE);
       }
       break;
     }
@@ -572,7 +622,8 @@ run_groups (Run *run, Group *groups, guint n_groups, gint64 deadline)
       for (guint i = 0; i < n; i++)
         group_fail (run, &groups[which[i]],
                     g_error_new (SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE, "poll: %s",
-                                 g_strerror (errsv)));
+                                 g_strerror (errsv)),
+                    FALSE);
       break;
     }
     for (guint i = 0; i < n && ready > 0; i++) {
@@ -596,7 +647,7 @@ run_groups (Run *run, Group *groups, guint n_groups, gint64 deadline)
         }
       }
       if (!ok)
-        group_fail (run, g, e);
+        group_fail (run, g, e, TRUE);
     }
   }
   g_free (fds);
@@ -666,6 +717,7 @@ redis_client_run (RedisClient *client, const RedisBatch *batch, gint64 deadline,
         g_array_append_val (groups, g);
       }
       Group *g = &g_array_index (groups, Group, group_of[node->index]);
+      g->fresh |= p->fresh;
       if (p->asking) {
         guint mark = ASKING_MARK;
         g_array_append_val (g->expect, mark);
@@ -681,7 +733,7 @@ redis_client_run (RedisClient *client, const RedisBatch *batch, gint64 deadline,
     for (guint k = 0; k < groups->len; k++) {
       Group *g = &g_array_index (groups, Group, k);
       GError *e = NULL;
-      g->conn = node_acquire (client, g->node, &e);
+      g->conn = node_acquire (client, g->node, g->fresh, &e);
       if (g->conn == NULL) {
         for (guint j = 0; j < g->expect->len; j++) {
           guint cmd = g_array_index (g->expect, guint, j);
@@ -701,7 +753,7 @@ redis_client_run (RedisClient *client, const RedisBatch *batch, gint64 deadline,
       }
       /* Most of the time the pipeline goes out here, before the first poll. */
       if (!g->conn->connecting && !redis_conn_write (g->conn, &e))
-        group_fail (&run, g, e);
+        group_fail (&run, g, e, TRUE);
     }
 
     run_groups (&run, (Group *) groups->data, groups->len, deadline);

@@ -47,6 +47,7 @@ typedef struct {
   int fd;
   gboolean connecting; /* a non-blocking connect() is in progress */
   gboolean eof;        /* the server closed the connection */
+  gboolean reused;     /* taken from a node's pool */
   struct addrinfo *addrs, *next_addr;
   char *addr;          /* "host:port", for messages */
   redisReader *reader;
