@@ -1,0 +1,587 @@
+/* sedp tests — the cube_accessor stage in running pipelines: pooled columns equal sums and means
+ * of the cube's values (missing keys given the default), idlist, int64 and uint64 columns,
+ * broadcast user columns, request scope, signatures given directly, disk placement, bad input
+ * and configuration errors, Redis going down (defaults, degraded lookups, no failure) and a
+ * split model served as cube_accessor + model_inference, scoring as the original model. */
+#include "cube-test.h"
+
+#include "nn/model.h"
+#include "redis-harness.h"
+#include "runtime-helpers.h"
+
+#include <math.h>
+
+#define DIM 4
+#define IDS 50 /* ids 0 … IDS-1 of slots 0, 1, 2 are in the cube */
+
+static char *cube_dir;
+
+static guint64
+sig (guint32 slot, guint64 id)
+{
+  return sedp_signature (test_hash_key, slot, id);
+}
+
+static void
+make_cube (void)
+{
+  if (cube_dir)
+    return;
+  cube_dir = tpath ("acc-cube");
+  guint64 keys[3 * IDS];
+  for (guint s = 0; s < 3; s++)
+    for (guint i = 0; i < IDS; i++)
+      keys[s * IDS + i] = sig (s, i);
+  build_cube (cube_dir, keys, 3 * IDS, DIM, 0);
+}
+
+/* The expected pooled value of @ids in @slot. */
+static void
+expect_pool (guint32 slot, const guint64 *ids, guint n, gboolean mean, float dflt, gboolean hashed,
+             float *out)
+{
+  for (guint d = 0; d < DIM; d++) {
+    double s = 0;
+    for (guint i = 0; i < n; i++) {
+      guint64 key = hashed ? sig (slot, ids[i]) : ids[i];
+      gboolean present = hashed ? ids[i] < IDS : TRUE;
+      s += present ? test_value (key, d) : dflt;
+    }
+    out[d] = (float) (mean && n > 0 ? s / n : s);
+  }
+}
+
+static gboolean
+close_to (const float *got, const float *want)
+{
+  for (guint d = 0; d < DIM; d++)
+    if (fabsf (got[d] - want[d]) > 1e-4f * MAX (fabsf (want[d]), 1.0f))
+      return FALSE;
+  return TRUE;
+}
+
+static const float *
+floats (const SedpFrame *f, const char *name, guint row)
+{
+  const SedpColumn *c = sedp_frame_get_column (f, name);
+  if (c == NULL || sedp_column_get_column_type (c) != SEDP_COLUMN_FLOAT32 ||
+      sedp_column_get_width (c) != DIM)
+    return NULL;
+  return sedp_column_get_float32 (c) + (gsize) (sedp_column_is_broadcast (c) ? 0 : row) * DIM;
+}
+
+static guint64
+counter (SedpPipeline *p, const char *name)
+{
+  return sedp_counter_get (sedp_metrics_counter (sedp_pipeline_get_metrics (p), "acc", name, NULL));
+}
+
+/* ---- requests ---- */
+
+/* Ids of item @i of request @seq: slot_a gets 0 … 4 ids (some ≥ IDS, missing), slot_b two. */
+static guint
+ids_a (guint seq, guint i, guint64 *out)
+{
+  guint n = (seq + i) % 5;
+  for (guint k = 0; k < n; k++)
+    out[k] = (seq * 13 + i * 7 + k * 11) % (IDS + 10);
+  return n;
+}
+
+static void
+ids_b (guint seq, guint i, guint64 *out)
+{
+  out[0] = (seq + i) % IDS;
+  out[1] = (seq * 3 + i) % (IDS + 5);
+}
+
+static void
+user_tags (guint seq, guint64 *out)
+{
+  out[0] = seq % IDS;
+  out[1] = (seq + 1) % IDS;
+  out[2] = IDS + seq; /* missing */
+}
+
+static SedpRequest *
+make_req (guint seq, guint n_items)
+{
+  char id[16];
+  g_snprintf (id, sizeof id, "r%u", seq);
+  SedpRequest *r = sedp_request_new (id, 0);
+  SedpFrame *user = sedp_frame_new (1);
+  guint32 *uoff = NULL;
+  guint64 *uv = sedp_column_idlist_data (sedp_frame_add_idlist (user, "user_tags", 3), &uoff);
+  uoff[0] = 0;
+  user_tags (seq, uv);
+  SedpFrame *items = sedp_frame_new (n_items);
+  guint total = 0;
+  guint64 tmp[8];
+  for (guint i = 0; i < n_items; i++)
+    total += ids_a (seq, i, tmp);
+  guint32 *off = NULL;
+  guint64 *va = sedp_column_idlist_data (sedp_frame_add_idlist (items, "slot_a", total), &off);
+  gint64 *vb = sedp_column_int64_data (sedp_frame_add_column (items, "slot_b", SEDP_COLUMN_INT64, 2));
+  guint64 *vs = sedp_column_uint64_data (sedp_frame_add_column (items, "sig", SEDP_COLUMN_UINT64, 2));
+  guint pos = 0;
+  for (guint i = 0; i < n_items; i++) {
+    off[i] = pos;
+    pos += ids_a (seq, i, va + pos);
+    guint64 b[2];
+    ids_b (seq, i, b);
+    vb[2 * i] = (gint64) b[0];
+    vb[2 * i + 1] = (gint64) b[1];
+    vs[2 * i] = sig (1, b[0]);
+    vs[2 * i + 1] = b[1] * 1000 + 7; /* not a key */
+  }
+  sedp_request_set_frames (r, user, items);
+  return r;
+}
+
+static guint
+seq_of (SedpRequest *r)
+{
+  return (guint) g_ascii_strtoull (sedp_request_get_id (r) + 1, NULL, 10);
+}
+
+static guint
+run (SedpPipeline *p, Collector *c, guint n, guint (*items) (guint))
+{
+  for (guint s = 0; s < n; s++) {
+    SedpRequest *r = make_req (s, items (s));
+    CU_ASSERT_EQUAL (sedp_pipeline_submit (p, r, collector_done, c), SEDP_STATUS_OK);
+    sedp_request_unref (r);
+  }
+  return collector_wait (c, n, 60);
+}
+
+static guint
+items_varied (guint seq)
+{
+  return 1 + (seq * 7) % 11;
+}
+
+static char *
+pipeline (const char *acc_options)
+{
+  return g_strdup_printf ("[pipeline]\nframe_rows = 4\ndeadline_ms = 60000\n"
+                          "[stage src]\nplugin = passthrough\nscope = request\n"
+                          "[stage acc]\nplugin = cube_accessor\nafter = src\nbatch = 8\n"
+                          "batch_timeout_us = 2000\nparallelism = 2\n%s",
+                          acc_options);
+}
+
+/* ---- pooling ---- */
+
+static void
+check_items (Collector *c, gboolean with_b, const char *prefix, float dflt)
+{
+  guint bad = 0;
+  for (guint k = 0; k < c->done->len; k++) {
+    SedpRequest *r = c->done->pdata[k];
+    const SedpResult *res = sedp_request_get_result (r);
+    guint seq = seq_of (r);
+    if (sedp_result_get_status (res) != SEDP_STATUS_OK) {
+      fprintf (stderr, "\n  r%u: %s", seq, sedp_result_get_message (res));
+      bad++;
+      continue;
+    }
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      guint64 a[8], b[2], u[3];
+      guint na = ids_a (seq, i, a);
+      ids_b (seq, i, b);
+      user_tags (seq, u);
+      float wa[DIM], wb[DIM], wu[DIM];
+      expect_pool (0, a, na, FALSE, dflt, TRUE, wa);
+      expect_pool (1, b, 2, TRUE, dflt, TRUE, wb);
+      expect_pool (2, u, 3, FALSE, dflt, TRUE, wu);
+      g_autofree char *n0 = g_strconcat (prefix, "0", NULL), *n1 = g_strconcat (prefix, "1", NULL);
+      g_autofree char *n2 = g_strconcat (prefix, "2", NULL);
+      const float *ga = floats (f, n0, row), *gb = floats (f, n1, row), *gu = floats (f, n2, row);
+      gboolean ok = ga && gu && close_to (ga, wa) && close_to (gu, wu) &&
+                    (!with_b || (gb && close_to (gb, wb)));
+      if (!ok && bad++ < 3)
+        fprintf (stderr, "\n  r%u item %u: pooled %g %g %g, want %g %g %g", seq, i,
+                 ga ? ga[0] : NAN, gb ? gb[0] : NAN, gu ? gu[0] : NAN, wa[0], wb[0], wu[0]);
+    }
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+}
+
+static void
+test_pooling (void)
+{
+  make_cube ();
+  const char *placements[] = {"memory", "disk"};
+  for (guint p = 0; p < 2; p++) {
+    g_autofree char *opts = g_strdup_printf (
+      "cube = %s\nvalues = %s\nslots = slot_a, slot_b, 2=user_tags\npooling = sum, mean, sum\n"
+      "default = 0.5\n", cube_dir, placements[p]);
+    g_autofree char *text = pipeline (opts);
+    SedpPipeline *pl = start_pipeline (text);
+    Collector c;
+    collector_init (&c);
+    const guint n = g_getenv ("SEDP_VALGRIND") ? 12 : 60;
+    CU_ASSERT_EQUAL (run (pl, &c, n, items_varied), n);
+    check_items (&c, TRUE, "pooled_", 0.5f);
+    /* Duplicates looked up once per batch: fewer distinct keys than keys. */
+    CU_ASSERT (counter (pl, "cube_keys_total") > counter (pl, "cube_unique_keys_total"));
+    CU_ASSERT (counter (pl, "missing_keys_total") > 0);
+    CU_ASSERT (counter (pl, "cube_lookups_total") <= n * 3);
+    CU_ASSERT_EQUAL (counter (pl, "degraded_lookups_total"), 0);
+    /* The source's counters come through the stage's stats. */
+    g_autoptr (GString) stats = g_string_new (NULL);
+    sedp_pipeline_collect_stats (pl, stats);
+    CU_ASSERT_PTR_NOT_NULL (strstr (stats->str, "cube_hits"));
+    sedp_pipeline_free (pl);
+    collector_clear (&c);
+  }
+}
+
+/* Signatures given directly (uint64), another output prefix, one pooling for all. */
+static void
+test_signatures (void)
+{
+  make_cube ();
+  g_autofree char *opts = g_strdup_printf (
+    "cube = %s\nslots = 0=slot_a, 2=user_tags\nhash_key = 00112233445566778899aabbccddeeff\n"
+    "output_prefix = e\n[stage sig]\nplugin = cube_accessor\nafter = acc\ncube = %s\n"
+    "slots = 5=sig\nhash_slot_ids = false\npooling = mean\ndefault = -1\n",
+    cube_dir, cube_dir);
+  g_autofree char *text = pipeline (opts);
+  SedpPipeline *pl = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  const guint n = 20;
+  CU_ASSERT_EQUAL (run (pl, &c, n, items_varied), n);
+  check_items (&c, FALSE, "e", 0.0f);
+  guint bad = 0;
+  for (guint k = 0; k < c.done->len; k++) {
+    SedpRequest *r = c.done->pdata[k];
+    const SedpResult *res = sedp_request_get_result (r);
+    guint seq = seq_of (r);
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      guint64 b[2];
+      ids_b (seq, i, b);
+      float want[DIM];
+      for (guint d = 0; d < DIM; d++)
+        want[d] = (float) ((b[0] < IDS ? test_value (sig (1, b[0]), d) : -1.0) - 1.0) / 2;
+      const float *got = floats (f, "pooled_5", row);
+      if (got == NULL || !close_to (got, want))
+        bad++;
+    }
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+}
+
+static guint
+items_three (guint seq)
+{
+  return 3;
+}
+
+/* At request scope, on the user frame; the result is broadcast to the items. */
+static void
+test_request_scope (void)
+{
+  make_cube ();
+  g_autofree char *opts = g_strdup_printf ("scope = request\ncube = %s\nslots = 2=user_tags\n"
+                                           "[stage tail]\nplugin = passthrough\nafter = acc\n",
+                                           cube_dir);
+  g_autofree char *text = pipeline (opts);
+  SedpPipeline *pl = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  CU_ASSERT_EQUAL (run (pl, &c, 10, items_three), 10);
+  guint bad = 0;
+  for (guint k = 0; k < c.done->len; k++) {
+    SedpRequest *r = c.done->pdata[k];
+    const SedpResult *res = sedp_request_get_result (r);
+    guint64 u[3];
+    user_tags (seq_of (r), u);
+    float want[DIM];
+    expect_pool (2, u, 3, FALSE, 0, TRUE, want);
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      const float *got = floats (f, "pooled_2", row);
+      if (got == NULL || !close_to (got, want))
+        bad++;
+    }
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+}
+
+/* Items without the slot column fail with a message naming it; other requests go on. */
+static void
+test_bad_input (void)
+{
+  make_cube ();
+  g_autofree char *opts = g_strdup_printf ("cube = %s\nslots = slot_a, nope\n", cube_dir);
+  g_autofree char *text = pipeline (opts);
+  SedpPipeline *pl = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  CU_ASSERT_EQUAL (run (pl, &c, 3, items_three), 3);
+  for (guint k = 0; k < c.done->len; k++) {
+    const SedpResult *res = sedp_request_get_result (c.done->pdata[k]);
+    CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_FAILED);
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, 0), SEDP_ITEM_FAILED);
+    const char *msg = sedp_result_get_item_message (res, 0);
+    CU_ASSERT_PTR_NOT_NULL (msg && strstr (msg, "slot column 'nope' is missing"));
+  }
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+}
+
+/* A pipeline that must not start; the error contains @needle. */
+static void
+refused (const char *acc_options, const char *needle)
+{
+  g_autofree char *text = pipeline (acc_options);
+  g_autoptr (GError) error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), "test.pipeline", &error);
+  SedpGraph *graph = spec ? sedp_graph_compile (spec, runtime_registry (), &error) : NULL;
+  SedpPipeline *p = graph ? sedp_pipeline_new (graph, &error) : NULL;
+  if (p && sedp_pipeline_start (p, &error)) {
+    fprintf (stderr, "\n  started with: %s", acc_options);
+    CU_FAIL ("the pipeline started");
+  }
+  sedp_pipeline_free (p);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (error);
+  if (strstr (error->message, needle) == NULL)
+    fprintf (stderr, "\n  '%s' lacks '%s'", error->message, needle);
+  CU_ASSERT_PTR_NOT_NULL (strstr (error->message, needle));
+}
+
+static void
+test_config_errors (void)
+{
+  make_cube ();
+  g_autofree char *missing = tpath ("no-such-cube");
+  g_autofree char *a = g_strdup_printf ("cube = %s\nslots = x\n", missing);
+  refused (a, "no-such-cube");
+  refused ("slots = x\n", "backend local needs cube = PATH");
+  g_autofree char *b = g_strdup_printf ("cube = %s\nslots = q=x\n", cube_dir);
+  refused (b, "slots: 'q=x'");
+  g_autofree char *c = g_strdup_printf ("cube = %s\nslots = 1=x, 1=y\n", cube_dir);
+  refused (c, "slot 1 twice");
+  g_autofree char *d = g_strdup_printf ("cube = %s\nslots = x, y, z\npooling = sum, mean\n",
+                                        cube_dir);
+  refused (d, "pooling: give one of sum or mean for every slot");
+  g_autofree char *e = g_strdup_printf ("cube = %s\nslots = x\npooling = max\n", cube_dir);
+  refused (e, "'max' is neither sum nor mean");
+  g_autofree char *f = g_strdup_printf ("cube = %s\nslots = x\nhash_key = zz\n", cube_dir);
+  refused (f, "hash_key: expected 32 hex digits");
+  refused ("backend = redis\nslots = x\n", "backend redis needs redis = URL and name = NAME");
+  refused ("slots = x\nbackend = redis\nredis = redis://127.0.0.1:1\nname = e\n", "acc");
+  refused ("cube = x\n", "slots");
+  /* A damaged cube is refused at start. */
+  g_autofree char *bad = tpath ("acc-bad");
+  copy_cube (cube_dir, bad);
+  g_autofree char *blk = member (bad, "block-00000.bin");
+  flip_byte (blk, 9);
+  g_autofree char *g = g_strdup_printf ("cube = %s\nslots = x\n", bad);
+  refused (g, "checksum mismatch");
+}
+
+/* ---- Redis down: defaults, degraded lookups, requests still succeed ---- */
+
+static gboolean
+push_cube (const char *url)
+{
+  SedpCube *cube = sedp_cube_open (cube_dir, SEDP_CUBE_VALUES_DISK, NULL);
+  SedpRedisOptions o = {.url = url, .name = "acc", .timeout_ms = 2000};
+  g_autoptr (GError) error = NULL;
+  gboolean ok = sedp_cube_push (cube, &o, &error);
+  if (!ok)
+    fprintf (stderr, "\n  push: %s", error->message);
+  sedp_cube_close (cube);
+  return ok;
+}
+
+static void
+test_redis_down (void)
+{
+  if (!redis_harness_available ()) {
+    fprintf (stderr, "(redis-server not installed: skipped) ");
+    return;
+  }
+  make_cube ();
+  g_autoptr (GError) error = NULL;
+  RedisServer *server = redis_server_new (FALSE, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (server);
+  g_autofree char *url = redis_server_url (server);
+  CU_ASSERT_TRUE_FATAL (push_cube (url));
+  g_autofree char *opts = g_strdup_printf ("backend = redis\nredis = %s\nname = acc\n"
+                                           "timeout_ms = 200\nslots = slot_a, slot_b, 2=user_tags\n"
+                                           "pooling = sum, mean, sum\ndefault = 0.5\n", url);
+  g_autofree char *text = pipeline (opts);
+  SedpPipeline *pl = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  /* Up: the same values as the local cube (the hash key comes from Redis). */
+  CU_ASSERT_EQUAL (run (pl, &c, 10, items_varied), 10);
+  check_items (&c, TRUE, "pooled_", 0.5f);
+  CU_ASSERT_EQUAL (counter (pl, "degraded_lookups_total"), 0);
+  /* Down: every key gets the default, requests succeed. */
+  redis_server_kill (server);
+  g_ptr_array_set_size (c.done, 0);
+  CU_ASSERT_EQUAL (run (pl, &c, 10, items_three), 10);
+  guint bad = 0;
+  for (guint k = 0; k < c.done->len; k++) {
+    const SedpResult *res = sedp_request_get_result (c.done->pdata[k]);
+    if (sedp_result_get_status (res) != SEDP_STATUS_OK)
+      bad++;
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      const float *u = floats (f, "pooled_2", row), *b = floats (f, "pooled_1", row);
+      if (u == NULL || u[0] != 1.5f || b == NULL || b[3] != 0.5f)
+        bad++;
+    }
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  CU_ASSERT (counter (pl, "degraded_lookups_total") > 0);
+  /* Back: it reconnects by itself (the restarted server is empty: keys are missing). */
+  CU_ASSERT_TRUE_FATAL (redis_server_start (server, NULL));
+  CU_ASSERT_TRUE (push_cube (url));
+  g_usleep (G_USEC_PER_SEC / 2);
+  g_ptr_array_set_size (c.done, 0);
+  guint64 degraded = counter (pl, "degraded_lookups_total");
+  gint64 until = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < until) {
+    g_ptr_array_set_size (c.done, 0);
+    run (pl, &c, 2, items_three);
+    if (counter (pl, "degraded_lookups_total") == degraded)
+      break;
+    degraded = counter (pl, "degraded_lookups_total");
+    g_usleep (G_USEC_PER_SEC / 5);
+  }
+  g_ptr_array_set_size (c.done, 0);
+  CU_ASSERT_EQUAL (run (pl, &c, 6, items_varied), 6);
+  check_items (&c, TRUE, "pooled_", 0.5f);
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+  redis_server_free (server);
+}
+
+/* ---- a split model served: cube_accessor + model_inference score as the original ---- */
+
+static void
+test_split_model_served (void)
+{
+  g_autofree char *model = tpath ("served.onnx"), *dense = tpath ("served-dense.onnx");
+  g_autofree char *dir = tpath ("served-cube");
+  const char *argv1[] = {SEDP_BINARY, "model", "synth", "-a", "dcn", "--seed", "3", "-o", model,
+                         NULL};
+  const char *argv2[] = {SEDP_BINARY, "model", "split", model, "--dense", dense, "--cube", dir,
+                         NULL};
+  int status = 0;
+  CU_ASSERT_TRUE_FATAL (g_spawn_sync (NULL, (char **) argv1, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
+                                      NULL, NULL, NULL, NULL, &status, NULL));
+  CU_ASSERT_EQUAL_FATAL (status, 0);
+  CU_ASSERT_TRUE_FATAL (g_spawn_sync (NULL, (char **) argv2, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
+                                      NULL, NULL, NULL, NULL, &status, NULL));
+  CU_ASSERT_EQUAL_FATAL (status, 0);
+  g_autofree char *text = g_strdup_printf (
+    "[pipeline]\nframe_rows = 4\ndeadline_ms = 60000\n"
+    "[stage src]\nplugin = passthrough\nscope = request\n"
+    "[stage acc]\nplugin = cube_accessor\nafter = src\ncube = %s\n"
+    "slots = slot_0, slot_1, slot_2, slot_3\npooling = sum\n"
+    "[stage dnn]\nplugin = model_inference\nafter = acc\nmodel = %s\n", dir, dense);
+  SedpPipeline *pl = start_pipeline (text);
+  g_autoptr (SedpNnModel) orig = sedp_nn_model_load (model, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (orig);
+  Collector c;
+  collector_init (&c);
+  const guint n_req = 8, n_items = 5, n_dense = 5, L = 3, slots = 4;
+  /* Inputs of every request, kept to score them directly. */
+  g_autofree float *dense_in = g_new (float, n_req * n_items * n_dense);
+  g_autofree gint64 *ids = g_new (gint64, n_req * slots * n_items * L);
+  GRand *rng = g_rand_new_with_seed (17);
+  for (guint s = 0; s < n_req; s++) {
+    char id[16];
+    g_snprintf (id, sizeof id, "r%u", s);
+    SedpRequest *r = sedp_request_new (id, 0);
+    SedpFrame *items = sedp_frame_new (n_items);
+    float *dv = sedp_column_float32_data (sedp_frame_add_column (items, "dense", SEDP_COLUMN_FLOAT32, n_dense));
+    for (guint k = 0; k < n_items * n_dense; k++)
+      dv[k] = dense_in[s * n_items * n_dense + k] = (float) g_rand_double_range (rng, 0, 1);
+    for (guint k = 0; k < slots; k++) {
+      g_autofree char *name = g_strdup_printf ("slot_%u", k);
+      gint64 *v = sedp_column_int64_data (sedp_frame_add_column (items, name, SEDP_COLUMN_INT64, L));
+      for (guint q = 0; q < n_items * L; q++)
+        v[q] = ids[((gsize) s * slots + k) * n_items * L + q] = g_rand_int_range (rng, 0, 100);
+    }
+    sedp_request_set_frames (r, sedp_frame_new (1), items);
+    CU_ASSERT_EQUAL (sedp_pipeline_submit (pl, r, collector_done, &c), SEDP_STATUS_OK);
+    sedp_request_unref (r);
+  }
+  g_rand_free (rng);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, n_req, 60), n_req);
+  guint bad = 0;
+  for (guint k = 0; k < c.done->len; k++) {
+    SedpRequest *r = c.done->pdata[k];
+    guint s = seq_of (r);
+    const SedpResult *res = sedp_request_get_result (r);
+    CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+    /* The original model on the same inputs. */
+    SedpNnTensor in[5];
+    in[0] = (SedpNnTensor){.name = "dense", .dtype = SEDP_NN_FLOAT, .rank = 2,
+                           .dims = {n_items, n_dense}, .data = dense_in + s * n_items * n_dense};
+    for (guint q = 0; q < slots; q++)
+      in[1 + q] = (SedpNnTensor){.name = "slot", .dtype = SEDP_NN_INT64, .rank = 2,
+                                 .dims = {n_items, L},
+                                 .data = ids + ((gsize) s * slots + q) * n_items * L};
+    SedpNnPlan *plan = sedp_nn_plan_new (orig, n_items, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
+    SedpNnTensor out[1];
+    CU_ASSERT_TRUE_FATAL (sedp_nn_plan_run (plan, 5, in, 1, out, NULL));
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      const SedpColumn *col = f ? sedp_frame_get_column (f, "prob") : NULL;
+      float want = ((float *) out[0].data)[i];
+      float got = col ? sedp_column_get_float32 (col)[row] : NAN;
+      if (!(fabsf (got - want) <= 1e-5f * MAX (fabsf (want), 1e-3f))) {
+        if (bad++ < 3)
+          fprintf (stderr, "\n  r%u item %u: %.9g, the original model says %.9g", s, i, got, want);
+      }
+    }
+    sedp_nn_plan_free (plan);
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+}
+
+int
+main (void)
+{
+  if (CU_initialize_registry () != CUE_SUCCESS)
+    return 1;
+  CU_pSuite suite = CU_add_suite ("cube-accessor", cube_suite_init, cube_suite_clean);
+#define T(f) CU_add_test (suite, #f, f)
+  T (test_pooling);
+  T (test_signatures);
+  T (test_request_scope);
+  T (test_bad_input);
+  T (test_config_errors);
+  T (test_redis_down);
+  T (test_split_model_served);
+#undef T
+  int status = sedp_test_run ();
+  g_free (cube_dir);
+  if (test_registry)
+    sedp_registry_free (test_registry);
+  return status;
+}
