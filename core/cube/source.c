@@ -105,10 +105,63 @@ sedp_cube_source_new_local (SedpCube *cube)
   return &s->parent;
 }
 
+/* ---- a source that knows the key of the cube behind it ------------------------------- */
+
+/* The cube cache does not say which cube it caches: the source opened in front of Redis is
+ * wrapped with the remote cube's hash key, so that sedp_cube_source_get_hash_key() answers. */
+typedef struct {
+  SedpCubeSource parent;
+  SedpCubeSource *inner;
+  guint8 hash_key[SEDP_CUBE_HASH_KEY_BYTES];
+} KeyedSource;
+
+static gint64
+keyed_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out, guint8 *found,
+              GError **error)
+{
+  KeyedSource *s = (KeyedSource *) source;
+  return sedp_cube_source_lookup (s->inner, keys, n, out, found, error);
+}
+
+static void
+keyed_stats (SedpCubeSource *source, GString *out)
+{
+  sedp_cube_source_stats (((KeyedSource *) source)->inner, out);
+}
+
+static void
+keyed_free (SedpCubeSource *source)
+{
+  KeyedSource *s = (KeyedSource *) source;
+  sedp_cube_source_free (s->inner);
+  g_free (s);
+}
+
+static const SedpCubeSourceClass keyed_class = {
+  .lookup = keyed_lookup,
+  .stats = keyed_stats,
+  .free = keyed_free,
+};
+
+static SedpCubeSource *
+keyed_new (SedpCubeSource *inner, const guint8 *hash_key)
+{
+  KeyedSource *s = g_new0 (KeyedSource, 1);
+  s->parent.klass = &keyed_class;
+  s->parent.dim = inner->dim;
+  s->inner = inner;
+  memcpy (s->hash_key, hash_key, SEDP_CUBE_HASH_KEY_BYTES);
+  return &s->parent;
+}
+
 gboolean
 sedp_cube_source_get_hash_key (const SedpCubeSource *source, guint8 *hash_key)
 {
   g_return_val_if_fail (source != NULL && hash_key != NULL, FALSE);
+  if (source->klass == &keyed_class) {
+    memcpy (hash_key, ((const KeyedSource *) source)->hash_key, SEDP_CUBE_HASH_KEY_BYTES);
+    return TRUE;
+  }
   const SedpCubeMeta *meta = NULL;
   if (source->klass == &local_class)
     meta = sedp_cube_get_meta (((const LocalSource *) source)->cube);
@@ -118,20 +171,6 @@ sedp_cube_source_get_hash_key (const SedpCubeSource *source, guint8 *hash_key)
     return FALSE;
   memcpy (hash_key, meta->hash_key, SEDP_CUBE_HASH_KEY_BYTES);
   return TRUE;
-}
-
-/* ---- the cube cache, until it is linked in --------------------------------------------- */
-
-/* The cube cache (cache/) defines this; the weak definition only keeps libsedp linkable in a
- * tree that lacks it, and says so when called. */
-__attribute__ ((weak)) SedpCubeSource *
-sedp_cube_source_new_cached (SedpCubeSource *remote, const SedpCubeCacheOptions *options,
-                             GError **error)
-{
-  sedp_cube_source_free (remote);
-  g_set_error_literal (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
-                       "this sedp was built without the cube cache");
-  return NULL;
 }
 
 /* ---- opening from options -------------------------------------------------------------- */
@@ -183,11 +222,14 @@ sedp_cube_source_open (const SedpCubeSourceOptions *o, GError **error)
   SedpCubeSource *remote = sedp_cube_source_new_redis (&ro, 0, error);
   if (remote == NULL || !cached)
     return remote;
+  guint8 hash_key[SEDP_CUBE_HASH_KEY_BYTES];
+  gboolean has_key = sedp_cube_source_get_hash_key (remote, hash_key);
   SedpCubeCacheOptions co = {
     .memory_entries = o->memory_entries,
     .disk_entries = o->disk_entries,
     .disk_path = o->disk_path,
-    .policy = o->policy ? o->policy : "lfu",
+    .policy = o->policy, /* NULL: the cache's default */
   };
-  return sedp_cube_source_new_cached (remote, &co, error);
+  SedpCubeSource *front = sedp_cube_source_new_cached (remote, &co, error);
+  return front && has_key ? keyed_new (front, hash_key) : front;
 }

@@ -526,8 +526,9 @@ static const SedpOptionSpec accessor_options[] = {
   SEDP_OPTION_INT_SPEC ("disk_entries", "0", 0, 1e13,
                         "backend cached: keys in the cache's disk tier (0: no disk tier)"),
   SEDP_OPTION_PATH_SPEC ("disk_path", NULL, FALSE, "backend cached: the file of the disk tier"),
-  SEDP_OPTION_ENUM_SPEC ("policy", "lfu", "lfu|tinylfu|lru",
-                         "backend cached: admission and eviction policy"),
+  SEDP_OPTION_ENUM_SPEC ("policy", NULL, "tinylfu|lfu|lru",
+                         "backend cached: admission and eviction policy (default: the cube "
+                         "cache's, see docs/storage.md)"),
   {.name = "slots", .type = SEDP_OPTION_STRING_LIST, .required = TRUE,
    .help = "The id columns (idlist, int64 or uint64), e.g. 'slot_0, slot_1'; a column's slot is "
            "its position, or K in 'K=column'"},

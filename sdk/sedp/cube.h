@@ -49,7 +49,7 @@ typedef struct _SedpCubeSource SedpCubeSource;
  * @memory_entries: cached: keys in the memory tier
  * @disk_entries: cached: keys in the disk tier (0: none)
  * @disk_path: cached: the disk tier's file
- * @policy: cached: "lfu", "tinylfu" or "lru" (%NULL: "lfu")
+ * @policy: cached: "tinylfu", "lfu" or "lru" (%NULL: the cache's default)
  *
  * What sedp_cube_source_open() opens. Zero-fill it, then set what the backend needs.
  */

@@ -474,6 +474,50 @@ test_redis_down (void)
   redis_server_free (server);
 }
 
+/* The cube cache in front of Redis: the same values (the hash key found through the cache), and
+ * requests still succeed once Redis is gone. */
+static void
+test_cached_backend (void)
+{
+  if (!redis_harness_available ()) {
+    fprintf (stderr, "(redis-server not installed: skipped) ");
+    return;
+  }
+  make_cube ();
+  g_autoptr (GError) error = NULL;
+  RedisServer *server = redis_server_new (FALSE, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (server);
+  g_autofree char *url = redis_server_url (server);
+  CU_ASSERT_TRUE_FATAL (push_cube (url));
+  g_autofree char *disk = tpath ("acc-cache-disk");
+  g_autofree char *opts = g_strdup_printf ("backend = cached\nredis = %s\nname = acc\n"
+                                           "memory_entries = 40\ndisk_entries = 60\n"
+                                           "disk_path = %s\ntimeout_ms = 200\n"
+                                           "slots = slot_a, slot_b, 2=user_tags\n"
+                                           "pooling = sum, mean, sum\ndefault = 0.5\n", url, disk);
+  g_autofree char *text = pipeline (opts);
+  SedpPipeline *pl = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  for (int round = 0; round < 3; round++) {
+    g_ptr_array_set_size (c.done, 0);
+    CU_ASSERT_EQUAL (run (pl, &c, 12, items_varied), 12);
+    check_items (&c, TRUE, "pooled_", 0.5f);
+  }
+  g_autoptr (GString) stats = g_string_new (NULL);
+  sedp_pipeline_collect_stats (pl, stats);
+  CU_ASSERT_PTR_NOT_NULL (strstr (stats->str, "acc"));
+  redis_server_kill (server);
+  g_ptr_array_set_size (c.done, 0);
+  CU_ASSERT_EQUAL (run (pl, &c, 6, items_three), 6);
+  for (guint k = 0; k < c.done->len; k++)
+    CU_ASSERT_EQUAL (sedp_result_get_status (sedp_request_get_result (c.done->pdata[k])),
+                     SEDP_STATUS_OK);
+  sedp_pipeline_free (pl);
+  collector_clear (&c);
+  redis_server_free (server);
+}
+
 /* ---- a split model served: cube_accessor + model_inference score as the original ---- */
 
 static void
@@ -577,6 +621,7 @@ main (void)
   T (test_bad_input);
   T (test_config_errors);
   T (test_redis_down);
+  T (test_cached_backend);
   T (test_split_model_served);
 #undef T
   int status = sedp_test_run ();
