@@ -10,8 +10,12 @@
 #include "redis-harness.h"
 
 #include <glib/gstdio.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define DIM 16
 #define N_KEYS 3000
@@ -620,6 +624,315 @@ test_kill_restart (void)
   sedp_cube_source_free (source);
 }
 
+/* ---- a fake server: any reply the protocol allows, and some it does not ---- */
+
+#define FAKE_CLOSE "<close>" /* at the end of a scripted reply: then close the connection */
+
+typedef struct {
+  int listen_fd;
+  guint16 port;
+  GThread *thread;
+  gint stop;
+  GMutex lock;
+  GPtrArray *script; /* char*: replies to GET/MGET in order; afterwards nils */
+  GPtrArray *slots;  /* char*: replies to CLUSTER SLOTS in order; the last one repeats */
+  guint next, next_slots;
+  guint data_commands;
+} FakeServer;
+
+static void
+resp_bulk (GString *out, const void *data, gsize len)
+{
+  g_string_append_printf (out, "$%zu\r\n", len);
+  g_string_append_len (out, data, (gssize) len);
+  g_string_append (out, "\r\n");
+}
+
+static char *
+fake_value (void)
+{
+  GString *out = g_string_new (NULL);
+  char v[DIM * 4]; /* no NUL byte: the scripts are C strings */
+  memset (v, 'A', sizeof v);
+  resp_bulk (out, v, sizeof v);
+  return g_string_free (out, FALSE);
+}
+
+static void
+fake_send (int fd, const char *data, gsize len)
+{
+  while (len > 0) {
+    ssize_t w = send (fd, data, len, MSG_NOSIGNAL);
+    if (w <= 0)
+      return;
+    data += w;
+    len -= (gsize) w;
+  }
+}
+
+/* Answers one command; FALSE to close the connection. */
+static gboolean
+fake_answer (FakeServer *f, int fd, redisReply *cmd)
+{
+  if (cmd->type != REDIS_REPLY_ARRAY || cmd->elements == 0)
+    return FALSE;
+  const char *name = cmd->element[0]->str;
+  g_autoptr (GString) out = g_string_new (NULL);
+  g_mutex_lock (&f->lock);
+  if (g_ascii_strcasecmp (name, "HGETALL") == 0) {
+    const char *meta[] = {"format", "sedp-cube/1", "dtype", "float32", "dim", "16", "count", "3",
+                          "version", "1", "created", "1", "hash_key",
+                          "000102030405060708090a0b0c0d0e0f"};
+    g_string_append_printf (out, "*%u\r\n", (guint) G_N_ELEMENTS (meta));
+    for (guint i = 0; i < G_N_ELEMENTS (meta); i++)
+      resp_bulk (out, meta[i], strlen (meta[i]));
+  } else if (g_ascii_strcasecmp (name, "ASKING") == 0) {
+    g_string_append (out, "+OK\r\n");
+  } else if (g_ascii_strcasecmp (name, "CLUSTER") == 0) {
+    const char *r = g_ptr_array_index (f->slots, MIN (f->next_slots, f->slots->len - 1));
+    f->next_slots++;
+    g_autofree char *port = g_strdup_printf ("%u", f->port);
+    /* "PORT" in a CLUSTER SLOTS reply stands for the fake's own port */
+    g_auto (GStrv) parts = g_strsplit (r, "PORT", -1);
+    g_autofree char *with_port = g_strjoinv (port, parts);
+    g_string_append (out, with_port);
+  } else {
+    f->data_commands++;
+    if (f->next < f->script->len) {
+      const char *r = g_ptr_array_index (f->script, f->next++);
+      g_autofree char *port = g_strdup_printf ("%u", f->port);
+      g_auto (GStrv) parts = g_strsplit (r, "PORT", -1);
+      g_autofree char *with_port = g_strjoinv (port, parts);
+      if (g_str_has_suffix (with_port, FAKE_CLOSE)) {
+        g_mutex_unlock (&f->lock);
+        fake_send (fd, with_port, strlen (with_port) - strlen (FAKE_CLOSE));
+        return FALSE;
+      }
+      g_string_append (out, with_port);
+    } else if (g_ascii_strcasecmp (name, "GET") == 0) {
+      g_string_append (out, "$-1\r\n");
+    } else {
+      g_string_append_printf (out, "*%zu\r\n", cmd->elements - 1);
+      for (size_t i = 1; i < cmd->elements; i++)
+        g_string_append (out, "$-1\r\n");
+    }
+  }
+  g_mutex_unlock (&f->lock);
+  fake_send (fd, out->str, out->len);
+  return TRUE;
+}
+
+static void
+fake_serve (FakeServer *f, int fd)
+{
+  redisReader *reader = redisReaderCreate ();
+  gboolean open = TRUE;
+  while (open && !g_atomic_int_get (&f->stop)) {
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll (&pfd, 1, 50) <= 0)
+      continue;
+    char buf[4096];
+    ssize_t r = recv (fd, buf, sizeof buf, 0);
+    if (r <= 0)
+      break;
+    redisReaderFeed (reader, buf, (size_t) r);
+    void *cmd = NULL;
+    while (open && redisReaderGetReply (reader, &cmd) == REDIS_OK && cmd) {
+      open = fake_answer (f, fd, cmd);
+      freeReplyObject (cmd);
+      cmd = NULL;
+    }
+  }
+  redisReaderFree (reader);
+  close (fd);
+}
+
+static gpointer
+fake_run (gpointer data)
+{
+  FakeServer *f = data;
+  while (!g_atomic_int_get (&f->stop)) {
+    struct pollfd pfd = {.fd = f->listen_fd, .events = POLLIN};
+    if (poll (&pfd, 1, 50) <= 0)
+      continue;
+    int fd = accept (f->listen_fd, NULL, NULL);
+    if (fd >= 0)
+      fake_serve (f, fd);
+  }
+  return NULL;
+}
+
+static FakeServer *
+fake_new (void)
+{
+  FakeServer *f = g_new0 (FakeServer, 1);
+  g_mutex_init (&f->lock);
+  f->script = g_ptr_array_new_with_free_func (g_free);
+  f->slots = g_ptr_array_new_with_free_func (g_free);
+  f->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+  CU_ASSERT_FATAL (bind (f->listen_fd, (struct sockaddr *) &sa, sizeof sa) == 0);
+  CU_ASSERT_FATAL (listen (f->listen_fd, 16) == 0);
+  socklen_t len = sizeof sa;
+  getsockname (f->listen_fd, (struct sockaddr *) &sa, &len);
+  f->port = ntohs (sa.sin_port);
+  f->thread = g_thread_new ("fake-redis", fake_run, f);
+  return f;
+}
+
+static void
+fake_free (FakeServer *f)
+{
+  g_atomic_int_set (&f->stop, 1);
+  g_thread_join (f->thread);
+  close (f->listen_fd);
+  g_ptr_array_unref (f->script);
+  g_ptr_array_unref (f->slots);
+  g_mutex_clear (&f->lock);
+  g_free (f);
+}
+
+static void
+fake_script (FakeServer *f, const char *reply)
+{
+  g_mutex_lock (&f->lock);
+  g_ptr_array_add (f->script, g_strdup (reply));
+  g_mutex_unlock (&f->lock);
+}
+
+/* Every reply the reader parses but we do not expect, and broken streams: keys missing or the
+ * call failed (degraded), never a crash; the source recovers afterwards. */
+static void
+test_fake_single (void)
+{
+  FakeServer *f = fake_new ();
+  g_autofree char *v = fake_value ();
+  g_autofree char *url = g_strdup_printf ("redis://127.0.0.1:%u", f->port);
+  SedpCubeSource *source = open_source (url, "fake", 300 * slow, 50);
+  guint64 k[3] = {1, 2, 3};
+  float out[3 * DIM];
+  guint8 found[3];
+  struct {
+    const char *reply;
+    gint64 expect; /* keys found, -1: the call failed */
+  } cases[] = {
+    {":5\r\n", 0},                                              /* not an array */
+    {"+OK\r\n", 0},                                             /* a status */
+    {"-ERR boom\r\n", 0},                                       /* an error */
+    {"*2\r\n$-1\r\n$-1\r\n", 0},                                /* too few elements */
+    {"*-1\r\n", 0},                                             /* a nil array */
+    {NULL, 1},                                                  /* nested, status, value */
+    {NULL, 1},                                                  /* nil, short, value */
+    {"%1\r\n+a\r\n+b\r\n", -1},                                 /* RESP3 map: a protocol error */
+    {"!garbage\r\n", -1},                                       /* not RESP */
+    {"*3\r\n$64\r\n0123" FAKE_CLOSE, -1},                       /* cut short, then closed */
+    {"*3\r\n$999999999\r\nabc", -1},                            /* never finished: timeout */
+    {"$2147483648000\r\n", -1},                                 /* absurd length */
+  };
+  g_autofree char *mixed1 = g_strdup_printf ("*3\r\n*1\r\n:1\r\n+OK\r\n%s", v);
+  g_autofree char *mixed2 = g_strdup_printf ("*3\r\n$-1\r\n$3\r\nabc\r\n%s", v);
+  cases[5].reply = mixed1;
+  cases[6].reply = mixed2;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    fake_script (f, cases[i].reply);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (GError) error = NULL;
+    gint64 t0 = g_get_monotonic_time ();
+    gint64 got = sedp_cube_source_lookup (source, k, 3, out, found, &error);
+    if (got != cases[i].expect)
+      fprintf (stderr, "\n  reply %u '%s': %" G_GINT64_FORMAT " found\n", i, cases[i].reply, got);
+    CU_ASSERT_EQUAL (got, cases[i].expect);
+    CU_ASSERT (elapsed_ms (t0) <= 300 * slow + 200);
+    if (got < 0) {
+      SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "unavailable");
+      g_usleep (80000); /* past reconnect_ms */
+    }
+  }
+  CU_ASSERT_EQUAL (found[0], 0);
+  /* The script is over: the fake answers nils, the source is back. */
+  CU_ASSERT_EQUAL (sedp_cube_source_lookup (source, k, 3, out, found, NULL), 0);
+  CU_ASSERT_EQUAL (counter (source, "redis_degraded"), 5);
+  CU_ASSERT_EQUAL (counter (source, "redis_found"), 2);
+  CU_ASSERT (counter (source, "redis_malformed") >= 10);
+  CU_ASSERT (counter (source, "redis_reconnects") >= 4);
+  sedp_cube_source_free (source);
+  fake_free (f);
+}
+
+/* The same for the cluster protocol: broken slot maps and redirects. */
+static void
+test_fake_cluster (void)
+{
+  FakeServer *f = fake_new ();
+  g_autofree char *v = fake_value ();
+  g_autofree char *url = g_strdup_printf ("redis+cluster://127.0.0.1:%u", f->port);
+  const char *bad_maps[] = {
+    "-ERR This instance has cluster support disabled\r\n",
+    ":1\r\n",
+    "*0\r\n",
+    "*3\r\n:1\r\n*1\r\n:5\r\n*3\r\n:9\r\n:2\r\n*2\r\n$9\r\n127.0.0.1\r\n:PORT\r\n", /* no range */
+    "*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n$9\r\n127.0.0.1\r\n:PORT\r\n",           /* past 16383 */
+    "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:0\r\n",              /* port 0 */
+    "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n:1\r\n:PORT\r\n",                        /* host a number */
+    "*1\r\n*3\r\n:0\r\n:16383\r\n*1\r\n$9\r\n127.0.0.1\r\n\r\n",                /* no port */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_maps); i++)
+    g_ptr_array_add (f->slots, g_strdup (bad_maps[i]));
+  /* Then a good one: every slot on the fake itself ("" = the address asked). */
+  g_ptr_array_add (f->slots, g_strdup ("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$0\r\n\r\n:PORT\r\n"));
+  for (guint i = 0; i < G_N_ELEMENTS (bad_maps); i++) {
+    SedpRedisOptions options = {.url = url, .name = "fake", .timeout_ms = 300 * slow};
+    g_autoptr (GError) error = NULL;
+    CU_ASSERT_PTR_NULL (sedp_cube_source_new_redis (&options, 0, &error));
+    if (error == NULL)
+      fprintf (stderr, "\n  slot map %u accepted\n", i);
+    SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "Redis Cluster");
+  }
+  SedpCubeSource *source = open_source (url, "fake", 300 * slow, 50);
+  guint64 k[1] = {1};
+  float out[DIM];
+  guint8 found[1];
+  struct {
+    const char *reply;
+    gint64 expect;
+  } cases[] = {
+    {"-MOVED 99999 127.0.0.1:PORT\r\n", 0},   /* bad slot: an error reply */
+    {"-MOVED 5 127.0.0.1:notaport\r\n", 0},   /* bad port */
+    {"-MOVED 5\r\n", 0},                      /* no address */
+    {"-ASK 5 127.0.0.1:PORT\r\n", 1},         /* ASKING, then the value below */
+    {NULL, 1},
+    {"-MOVED 5 :PORT\r\n", 1},                /* "" = the node asked */
+    {NULL, 1},
+    {"-MOVED 5 127.0.0.1:PORT\r\n", -1},      /* redirected to itself, again and again */
+    {"-MOVED 5 127.0.0.1:PORT\r\n", -1},
+    {"-MOVED 5 127.0.0.1:PORT\r\n", -1},
+    {"-MOVED 5 127.0.0.1:PORT\r\n", -1},
+    {"-MOVED 5 127.0.0.1:PORT\r\n", -1},
+    {"-ASK 5 127.0.0.1:1\r\n", -1},           /* to a node that is down */
+  };
+  cases[4].reply = v;
+  cases[6].reply = v;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    fake_script (f, cases[i].reply);
+  gint64 results[] = {0, 0, 0, 1, 1, -1, -1};
+  for (guint i = 0; i < G_N_ELEMENTS (results); i++) {
+    g_autoptr (GError) error = NULL;
+    gint64 got = sedp_cube_source_lookup (source, k, 1, out, found, &error);
+    if (got != results[i])
+      fprintf (stderr, "\n  lookup %u: %" G_GINT64_FORMAT " found (%s)\n", i, got,
+               error ? error->message : "");
+    CU_ASSERT_EQUAL (got, results[i]);
+    if (i == 5)
+      SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "redirected");
+    if (i == 6)
+      SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "127.0.0.1:1");
+  }
+  CU_ASSERT_EQUAL (counter (source, "redis_errors"), 3 + 2);
+  CU_ASSERT_EQUAL (counter (source, "redis_redirects"), 1 + 1 + 5 + 1);
+  sedp_cube_source_free (source);
+  fake_free (f);
+}
+
 /* ---- a 3-node cluster ---- */
 
 static RedisCluster *cluster;
@@ -945,6 +1258,9 @@ main (void)
   CU_add_test (s, "bad URLs and names are refused", test_bad_urls);
   CU_add_test (s, "nothing listening: UNAVAILABLE at once", test_unreachable);
   CU_add_test (s, "cluster key slots: known vectors", test_key_slot_vectors);
+  CU_add_test (s, "a fake server's odd replies: missing or failed, never a crash",
+               test_fake_single);
+  CU_add_test (s, "a fake cluster's broken slot maps and redirects", test_fake_cluster);
 
   s = CU_add_suite ("redis-single", single_init, single_clean);
   CU_add_test (s, "push then lookup: values, missing keys, counters", test_single_lookup);

@@ -214,7 +214,8 @@ node_call (RedisClient *client, RedisNode *node, int argc, const char **argv, gi
   redis_conn_append_argv (conn, argc, argv, NULL);
   g_autoptr (GError) local = NULL;
   redisReply *reply = redis_conn_roundtrip (conn, deadline, &local);
-  if (reply == NULL && conn->reused && g_get_monotonic_time () < deadline) {
+  if (reply == NULL && conn->reused && (conn->eof || conn->io_failed) &&
+      g_get_monotonic_time () < deadline) {
     /* Closed while in the pool: once more on a fresh connection. */
     node_retire_idle (node, conn);
     g_clear_error (&local);
@@ -461,12 +462,14 @@ run_note_error (Run *run, GError *error)
 }
 
 /* The group's node failed: its commands still waiting fail, the node is held off. Except when
- * @may_retry and the connection came from the pool and closed before any reply: then the
- * commands go again on a fresh connection in the next round. */
+ * @may_retry and the connection came from the pool and was closed or reset before any reply
+ * (the server restarted, or dropped it while idle): then the commands go again on a fresh
+ * connection in the next round. */
 static void
 group_fail (Run *run, Group *g, GError *error, gboolean may_retry)
 {
-  if (may_retry && g->conn && g->conn->reused && g->next == 0) {
+  if (may_retry && g->conn && g->conn->reused && g->next == 0 &&
+      (g->conn->eof || g->conn->io_failed)) {
     gboolean asking = FALSE;
     for (guint k = 0; k < g->expect->len; k++) {
       guint cmd = g_array_index (g->expect, guint, k);

@@ -130,6 +130,7 @@ redis_conn_write (RedisConn *conn, GError **error)
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         return TRUE;
+      conn->io_failed = TRUE;
       set_unavailable (error, conn, "cannot send", errno);
       return FALSE;
     }
@@ -163,6 +164,7 @@ redis_conn_read (RedisConn *conn, GError **error)
       continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK)
       return TRUE;
+    conn->io_failed = TRUE;
     set_unavailable (error, conn, "cannot receive", errno);
     return FALSE;
   }

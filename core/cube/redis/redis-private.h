@@ -48,6 +48,7 @@ typedef struct {
   gboolean connecting; /* a non-blocking connect() is in progress */
   gboolean eof;        /* the server closed the connection */
   gboolean reused;     /* taken from a node's pool */
+  gboolean io_failed;  /* send or receive failed (a reset connection) */
   struct addrinfo *addrs, *next_addr;
   char *addr;          /* "host:port", for messages */
   redisReader *reader;
