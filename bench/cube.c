@@ -12,9 +12,14 @@
  * (accesses per trace), SEDP_BENCH_CUBE_KEYS (distinct keys), SEDP_BENCH_CUBE_TRACES (a comma
  * list of trace names), SEDP_BENCH_CUBE_PARAMS ("window,protected,sample,sketch,door": policy
  * parameters for tuning runs). */
+#include "cube/cache/cache-private.h"
 #include "cube/cache/policy-private.h"
-/* query cache: later */
+#include "cube/cache/query-cache.h"
+#include "cube/cube.h"
+#include "cube/source.h"
+#include "redis-harness.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,12 +293,323 @@ policy_benchmark (gboolean quick)
   }
 }
 
+/* ---- the query cache ---- */
+
+/* Repeated user-item pairs: requests arrive at 1 000/s (simulated time) from 100 000 users drawn
+ * from a Zipf (s = 1.0); each user has a candidate pool of 200 items (what recall returns for
+ * them), and each request scores 50 of them, drawn uniformly, so a returning user brings back
+ * about a quarter of the pairs of its last visit. Scores are uniform in [0, 1); the cache keeps
+ * scores ≥ 0.1 (admission), for 5 minutes (ttl), in 2 M entries; 1 % of requests are followed by
+ * feedback that invalidates the user. */
+static void
+query_cache_benchmark (gboolean quick)
+{
+  const guint n_users = 100000, pool = 200, per_request = 50;
+  const guint n_requests = quick ? 40000 : 400000;
+  SedpQueryCacheOptions o = {.capacity = 2000000, .ttl_ms = 300000, .admit_min_score = 0.1, .n_scores = 1};
+  SedpQueryCache *qc = sedp_query_cache_new (&o);
+  ZipfTable users;
+  zipf_init (&users, n_users, 1.0);
+  Rng r;
+  rng_seed (&r, 77);
+  guint64 items[50];
+  float scores[50];
+  guint8 hit[50];
+  gint64 t0 = g_get_monotonic_time ();
+  for (guint q = 0; q < n_requests; q++) {
+    gint64 now = (gint64) q * 1000; /* µs: 1 000 requests per second */
+    guint64 user = zipf_draw (&users, &r);
+    for (guint i = 0; i < per_request; i++)
+      items[i] = mix64 (user * pool + rng_next (&r) % pool) % 1000000;
+    sedp_query_cache_lookup_many (qc, user, 1, items, per_request, now, scores, hit);
+    guint n_miss = 0;
+    for (guint i = 0; i < per_request; i++)
+      if (!hit[i]) {
+        items[n_miss] = items[i];
+        scores[n_miss++] = (float) rng_unit (&r); /* the model's score */
+      }
+    sedp_query_cache_store_many (qc, user, 1, items, n_miss, scores, now);
+    if (rng_next (&r) % 100 == 0)
+      sedp_query_cache_invalidate_user (qc, user);
+  }
+  SedpQueryCacheStats st;
+  sedp_query_cache_get_stats (qc, &st);
+  double secs = (double) (g_get_monotonic_time () - t0) / 1e6;
+  fprintf (stderr, "bench: query cache: %u requests × %u items, %" G_GUINT64_FORMAT " entries, "
+           "%" G_GUINT64_FORMAT " expired, %" G_GUINT64_FORMAT " refused, %" G_GUINT64_FORMAT
+           " invalidated, %.1f s\n", n_requests, per_request, st.entries, st.expired, st.rejected,
+           st.invalidated, secs);
+  printf ("RESULT query_cache_hit=%.4f\n", (double) st.hits / (double) st.lookups);
+  printf ("RESULT query_cache_ops_per_s=%.0f\n", (double) (st.lookups + st.stores) / secs);
+  fflush (stdout);
+  zipf_clear (&users);
+  sedp_query_cache_unref (qc);
+}
+
+/* ---- lookups per second ---- */
+
+#define LDIM 16
+#define LBATCH 1000
+#define NBATCHES 512
+
+/* Batches of keys drawn from @z over @keys (uniform when @z is NULL). */
+static guint64 *
+make_batches (const guint64 *keys, guint64 n_keys, const ZipfTable *z, guint64 seed)
+{
+  Rng r;
+  rng_seed (&r, seed);
+  guint64 *b = g_new (guint64, (gsize) NBATCHES * LBATCH);
+  for (gsize i = 0; i < (gsize) NBATCHES * LBATCH; i++)
+    b[i] = keys[z ? zipf_draw (z, &r) : rng_next (&r) % n_keys];
+  return b;
+}
+
+/* Lookups per second of one thread on @s, in calls of @batch keys, for @seconds. */
+static double
+lookups_per_s_batch (SedpCubeSource *s, const guint64 *batches, guint batch, double seconds)
+{
+  float *out = g_new (float, LBATCH * LDIM);
+  guint8 found[LBATCH];
+  guint64 done = 0, missing = 0, calls = 0;
+  gint64 t0 = g_get_monotonic_time (), end = t0 + (gint64) (seconds * 1e6), now;
+  for (gsize at = 0;; at = (at + batch) % ((gsize) NBATCHES * LBATCH)) {
+    g_autoptr (GError) error = NULL;
+    gint64 got = sedp_cube_source_lookup (s, batches + at, batch, out, found, &error);
+    if (got < 0) {
+      fprintf (stderr, "bench: lookup failed: %s\n", error->message);
+      exit (1);
+    }
+    missing += batch - (guint64) got;
+    done += batch;
+    if (++calls % 8 == 0 && (now = g_get_monotonic_time ()) >= end)
+      break;
+  }
+  g_free (out);
+  if (missing)
+    fprintf (stderr, "bench: %" G_GUINT64_FORMAT " keys missing\n", missing);
+  return (double) done / ((double) (now - t0) / 1e6);
+}
+
+static double
+lookups_per_s (SedpCubeSource *s, const guint64 *batches, double seconds)
+{
+  return lookups_per_s_batch (s, batches, LBATCH, seconds);
+}
+
+typedef struct {
+  SedpCubeSource *s;
+  const guint64 *batches;
+  double seconds;
+  double rate;
+} Job;
+
+static gpointer
+job_run (gpointer data)
+{
+  Job *j = data;
+  j->rate = lookups_per_s (j->s, j->batches, j->seconds);
+  return NULL;
+}
+
+static double
+threads_lookups_per_s (SedpCubeSource *s, guint n_threads, const guint64 *const *batches, double seconds)
+{
+  Job jobs[n_threads];
+  GThread *t[n_threads];
+  for (guint i = 0; i < n_threads; i++) {
+    jobs[i] = (Job){s, batches[i], seconds, 0};
+    t[i] = g_thread_new ("lookup", job_run, &jobs[i]);
+  }
+  double total = 0;
+  for (guint i = 0; i < n_threads; i++) {
+    g_thread_join (t[i]);
+    total += jobs[i].rate;
+  }
+  return total;
+}
+
+/* The value of the "NAME VALUE" line @name of a source's stats. */
+static guint64
+stat_line (const GString *stats, const char *name)
+{
+  g_autofree char *needle = g_strdup_printf ("%s ", name);
+  for (const char *p = stats->str; p && *p; p = strchr (p, '\n') ? strchr (p, '\n') + 1 : NULL)
+    if (g_str_has_prefix (p, needle))
+      return g_ascii_strtoull (p + strlen (needle), NULL, 10);
+  return 0;
+}
+
+static void
+rm_rf (const char *path)
+{
+  GDir *d = g_dir_open (path, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name (d))) {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+      rm_rf (child);
+    }
+    g_dir_close (d);
+    g_rmdir (path);
+  } else {
+    g_unlink (path);
+  }
+}
+
+static void
+lookup_benchmark (gboolean quick)
+{
+  const guint64 n_keys = quick ? 100000 : 1000000;
+  const double secs = quick ? 0.3 : 2.0;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *tmp = g_dir_make_tmp ("sedp-bench-cube-XXXXXX", &error);
+  g_autofree char *dir = g_build_filename (tmp, "cube", NULL);
+
+  /* A cube of n_keys random signatures, dim 16. */
+  gint64 t0 = g_get_monotonic_time ();
+  SedpCubeBuilder *b = sedp_cube_builder_new (dir, "bench", LDIM, NULL, 0, &error);
+  guint64 *keys = g_new (guint64, n_keys);
+  float v[LDIM];
+  for (guint64 i = 0; b && i < n_keys; i++) {
+    keys[i] = mix64 (i ^ 0xABCDEF);
+    for (guint j = 0; j < LDIM; j++)
+      v[j] = (float) (i % 1000) * 0.001f + (float) j;
+    if (!sedp_cube_builder_add (b, keys[i], v, &error))
+      break;
+  }
+  if (b == NULL || error || !sedp_cube_builder_finish (b, &error)) {
+    fprintf (stderr, "bench: cannot build the cube: %s\n", error->message);
+    exit (1);
+  }
+  fprintf (stderr, "bench: cube of %" G_GUINT64_FORMAT " keys (dim %d) built in %.1f s\n", n_keys,
+           LDIM, (double) (g_get_monotonic_time () - t0) / 1e6);
+  g_autofree guint64 *uniform = make_batches (keys, n_keys, NULL, 1);
+  ZipfTable z;
+  zipf_init (&z, n_keys, solve_zipf_s (n_keys, 0.01, 0.80)); /* the jizhi shape */
+  g_autofree guint64 *skewed = make_batches (keys, n_keys, &z, 2);
+
+  /* Local cube, values in memory, then on disk (warm: one pass first). */
+  SedpCube *cube = sedp_cube_open (dir, SEDP_CUBE_VALUES_MEMORY, &error);
+  SedpCubeSource *local = cube ? sedp_cube_source_new_local (cube) : NULL;
+  if (local == NULL) {
+    fprintf (stderr, "bench: %s\n", error->message);
+    exit (1);
+  }
+  double mem_rate = lookups_per_s (local, uniform, secs);
+  printf ("RESULT local_memory_lookups_per_s=%.0f\n", mem_rate);
+  fflush (stdout);
+  SedpCube *dcube = sedp_cube_open (dir, SEDP_CUBE_VALUES_DISK, &error);
+  SedpCubeSource *disk = dcube ? sedp_cube_source_new_local (dcube) : NULL;
+  if (disk) {
+    lookups_per_s (disk, uniform, secs / 2); /* warm the page cache */
+    printf ("RESULT local_disk_lookups_per_s=%.0f\n", lookups_per_s (disk, uniform, secs));
+    sedp_cube_source_free (disk);
+  }
+  fflush (stdout);
+
+  /* The cube cache's memory tier alone: every key resident (a working set of 50 000 keys). */
+  SedpCubeCacheOptions co = {.memory_entries = 65536, .policy = "tinylfu"};
+  SedpCubeSource *front = sedp_cube_source_new_cached (local, &co, &error); /* takes local */
+  local = NULL;
+  g_autofree guint64 *resident = make_batches (keys, 50000, NULL, 3);
+  lookups_per_s (front, resident, secs / 2);
+  double tier_rate = lookups_per_s (front, resident, secs);
+  printf ("RESULT cache_memory_tier_lookups_per_s=%.0f\n", tier_rate);
+  sedp_cube_source_free (front);
+
+  /* Contention: four threads on a cache in front of the local cube (memory 1 %, jizhi keys),
+   * one shard (one lock per tier) against several. */
+  for (guint shards = 1; shards <= 16; shards *= 4) {
+    SedpCube *c = sedp_cube_open (dir, SEDP_CUBE_VALUES_MEMORY, &error);
+    SedpCubeCacheOptions o4 = {.memory_entries = n_keys / 100, .policy = "tinylfu"};
+    SedpCubeSource *s = sedp_cube_source_new_cached_sharded (sedp_cube_source_new_local (c), &o4, shards, &error);
+    guint64 *per[4];
+    for (guint i = 0; i < 4; i++)
+      per[i] = make_batches (keys, n_keys, &z, 10 + i);
+    threads_lookups_per_s (s, 4, (const guint64 *const *) per, secs / 4);
+    printf ("RESULT cache_4threads_lookups_per_s_%ushard%s=%.0f\n", shards, shards > 1 ? "s" : "",
+            threads_lookups_per_s (s, 4, (const guint64 *const *) per, secs));
+    fflush (stdout);
+    for (guint i = 0; i < 4; i++)
+      g_free (per[i]);
+    sedp_cube_source_free (s);
+  }
+
+  /* Redis: a redis-server on a free loopback port, started here as the tests do. */
+  if (!redis_harness_available ()) {
+    fprintf (stderr, "bench: redis-server not found: no Redis figures\n");
+  } else {
+    RedisServer *server = redis_server_new (FALSE, &error);
+    if (server == NULL) {
+      fprintf (stderr, "bench: cannot start redis-server: %s\n", error->message);
+      exit (1);
+    }
+    g_autofree char *url = redis_server_url (server);
+    SedpRedisOptions ro = {.url = url, .name = "bench", .timeout_ms = 10000};
+    t0 = g_get_monotonic_time ();
+    SedpCube *pc = sedp_cube_open (dir, SEDP_CUBE_VALUES_MEMORY, &error);
+    if (pc == NULL || !sedp_cube_push (pc, &ro, &error)) {
+      fprintf (stderr, "bench: push: %s\n", error->message);
+      exit (1);
+    }
+    sedp_cube_close (pc);
+    fprintf (stderr, "bench: cube pushed to %s in %.1f s\n", url, (double) (g_get_monotonic_time () - t0) / 1e6);
+    SedpCubeSource *redis = sedp_cube_source_new_redis (&ro, LDIM, &error);
+    if (redis == NULL) {
+      fprintf (stderr, "bench: %s\n", error->message);
+      exit (1);
+    }
+    double redis_rate = lookups_per_s (redis, uniform, secs);
+    printf ("RESULT redis_direct_lookups_per_s=%.0f\n", redis_rate);
+    /* For scale: one key per call (a round trip each), as a client without batching does. */
+    double single_rate = lookups_per_s_batch (redis, uniform, 1, secs / 2);
+    printf ("RESULT redis_direct_single_key_lookups_per_s=%.0f\n", single_rate);
+    fflush (stdout);
+    /* Behind the cube cache: memory tier 0.1 %, disk tier 1 %, jizhi-shaped keys, warmed up. */
+    g_autofree char *disk_path = g_build_filename (tmp, "tier.cache", NULL);
+    SedpCubeCacheOptions rc = {.memory_entries = n_keys / 1000, .disk_entries = n_keys / 100,
+                               .disk_path = disk_path, .policy = "tinylfu"};
+    SedpCubeSource *cached = sedp_cube_source_new_cached (redis, &rc, &error);
+    if (cached == NULL) {
+      fprintf (stderr, "bench: %s\n", error->message);
+      exit (1);
+    }
+    lookups_per_s (cached, skewed, secs);
+    g_autoptr (GString) before = g_string_new (NULL);
+    sedp_cube_source_stats (cached, before);
+    double cached_rate = lookups_per_s (cached, skewed, secs);
+    g_autoptr (GString) after = g_string_new (NULL);
+    sedp_cube_source_stats (cached, after);
+    printf ("RESULT redis_cached_lookups_per_s=%.0f\n", cached_rate);
+    guint64 k0 = stat_line (before, "cache_keys"), k1 = stat_line (after, "cache_keys");
+    guint64 m0 = stat_line (before, "cache_memory_hits"), m1 = stat_line (after, "cache_memory_hits");
+    guint64 d0 = stat_line (before, "cache_disk_hits"), d1 = stat_line (after, "cache_disk_hits");
+    printf ("RESULT redis_cached_memory_hit=%.4f\n", (double) (m1 - m0) / (double) MAX (k1 - k0, 1));
+    printf ("RESULT redis_cached_disk_hit=%.4f\n", (double) (d1 - d0) / (double) MAX (k1 - k0, 1));
+    printf ("RESULT redis_cached_over_direct=%.2f\n", cached_rate / redis_rate);
+    printf ("RESULT memory_over_redis=%.1f\n", tier_rate / redis_rate);
+    printf ("RESULT memory_over_redis_single_key=%.0f\n", tier_rate / single_rate);
+    printf ("RESULT local_memory_over_redis=%.1f\n", mem_rate / redis_rate);
+    fflush (stdout);
+    sedp_cube_source_free (cached);
+    redis_server_free (server);
+  }
+  zipf_clear (&z);
+  g_free (keys);
+  rm_rf (tmp);
+}
+
 int
 main (int argc, char **argv)
 {
   gboolean quick = g_getenv ("SEDP_BENCH_QUICK") != NULL;
   const char *part = argc > 1 ? argv[1] : "all";
-  if (strcmp (part, "all") == 0 || strcmp (part, "policies") == 0)
+  gboolean all = strcmp (part, "all") == 0;
+  if (all || strcmp (part, "lookups") == 0)
+    lookup_benchmark (quick);
+  if (all || strcmp (part, "query") == 0)
+    query_cache_benchmark (quick);
+  if (all || strcmp (part, "policies") == 0)
     policy_benchmark (quick);
   return 0;
 }

@@ -8,8 +8,8 @@ G_BEGIN_DECLS
 /**
  * sedp_cube_source_new_cached_sharded:
  * @n_shards: how many independent shards (each with its own locks and policies) the keys are
- *   spread over; rounded up to a power of two; 0: automatic (one shard per 4096 memory entries,
- *   at most 16)
+ *   spread over; rounded down to a power of two; 0: automatic (as many as processors, at most
+ *   16 and at most one per 4096 memory entries)
  *
  * sedp_cube_source_new_cached() with a chosen number of shards.
  */

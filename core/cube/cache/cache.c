@@ -192,22 +192,31 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
 
   /* 1. The memory tier. */
   g_autofree guint *miss = g_new (guint, n);
+  g_autofree guint32 *slots = g_new (guint32, n);
   guint n_miss = 0;
   order_by_shard (s, keys, NULL, n, order, start);
   for (guint k = 0; k < s->n_shards; k++) {
     if (start[k] == start[k + 1])
       continue;
     Shard *sh = &s->shards[k];
+    /* Prefetch the index entries (and sketch counters) of the shard's keys, look them up,
+     * prefetch the values found, then copy them: the cache misses overlap. */
     g_mutex_lock (&sh->mem_lock);
+    for (guint i = start[k]; i < start[k + 1]; i++)
+      sedp_cache_policy_prefetch (sh->mem, keys[order[i]]);
+    for (guint i = start[k]; i < start[k + 1]; i++) {
+      guint32 slot = sedp_cache_policy_hit (sh->mem, keys[order[i]]);
+      slots[i] = slot;
+      if (slot != SEDP_CACHE_NO_SLOT)
+        __builtin_prefetch (sh->mem_values + (gsize) slot * dim);
+    }
     for (guint i = start[k]; i < start[k + 1]; i++) {
       guint p = order[i];
-      guint32 slot = sedp_cache_policy_get_slot (sh->mem, keys[p]);
-      if (slot == SEDP_CACHE_NO_SLOT) {
+      if (slots[i] == SEDP_CACHE_NO_SLOT) {
         miss[n_miss++] = p;
         continue;
       }
-      sedp_cache_policy_access (sh->mem, keys[p], NULL, NULL, NULL); /* a hit: records it */
-      memcpy (out + (gsize) p * dim, sh->mem_values + (gsize) slot * dim, s->value_bytes);
+      memcpy (out + (gsize) p * dim, sh->mem_values + (gsize) slots[i] * dim, s->value_bytes);
       found[p] = 1;
       answered++;
     }
@@ -479,10 +488,14 @@ sedp_cube_source_new_cached_sharded (SedpCubeSource *remote, const SedpCubeCache
   s->disk_entries = options->disk_entries;
   s->value_bytes = (gsize) remote->dim * sizeof (float);
   s->fd = -1;
-  if (n_shards == 0)
-    n_shards = (guint) CLAMP (options->memory_entries / 4096, 1, 16);
+  if (n_shards == 0) {
+    /* More shards than processors only split batches into smaller pieces (measured: bench/run
+     * cube, docs/storage.md), and tiny shards make the policies coarse. */
+    guint procs = (guint) MAX (g_get_num_processors (), 1);
+    n_shards = (guint) MIN ((guint64) MIN (procs, 16u), MAX (options->memory_entries / 4096, 1));
+  }
   guint shards = 1, bits = 0;
-  while (shards < MIN (n_shards, 1024u)) {
+  while (shards * 2 <= MIN (n_shards, 1024u)) {
     shards *= 2;
     bits++;
   }

@@ -46,6 +46,18 @@ SEDP_API guint32 sedp_cache_policy_access_slot (SedpCachePolicy *policy, guint64
                                                 gboolean *admitted, guint64 *evicted,
                                                 gboolean *has_evicted);
 
+/**
+ * sedp_cache_policy_hit:
+ * Records an access to @key if it is resident (as sedp_cache_policy_access() would) and returns
+ * its slot; otherwise records nothing and returns SEDP_CACHE_NO_SLOT. For a cache that looks up
+ * values first and offers the missing ones for admission once it has them.
+ */
+SEDP_API guint32 sedp_cache_policy_hit (SedpCachePolicy *policy, guint64 key);
+
+/* Prefetches what an access to @key will touch (its index entry and sketch counters), so that a
+ * batch of keys can be prefetched first and looked up after. */
+SEDP_API void sedp_cache_policy_prefetch (const SedpCachePolicy *policy, guint64 key);
+
 /* The slot of a resident key (no access is recorded), or SEDP_CACHE_NO_SLOT. */
 SEDP_API guint32 sedp_cache_policy_get_slot (const SedpCachePolicy *policy, guint64 key);
 

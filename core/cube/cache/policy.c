@@ -338,30 +338,42 @@ lfu_age (SedpCachePolicy *p)
   }
 }
 
-static gboolean
-lfu_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
-            gboolean *has_evicted)
+static inline void
+lfu_tick (SedpCachePolicy *p)
 {
   if (++p->accesses >= p->period) {
     p->accesses = 0;
     lfu_age (p);
   }
+}
+
+/* A hit on node @n: one more use, so it moves to the next frequency's bucket. */
+static void
+lfu_hit (SedpCachePolicy *p, guint32 n)
+{
+  lfu_tick (p);
+  guint32 b = p->aux[n];
+  guint32 nb = p->buckets[b].next;
+  if (nb == NIL || p->buckets[nb].freq != p->buckets[b].freq + 1)
+    nb = bucket_new (p, p->buckets[b].freq + 1, b);
+  list_remove (p, &p->buckets[b].list, n);
+  list_push_front (p, &p->buckets[nb].list, n);
+  p->aux[n] = nb;
+  if (p->buckets[b].list.len == 0)
+    bucket_delete (p, b);
+}
+
+static gboolean
+lfu_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
+            gboolean *has_evicted)
+{
   guint32 n = sedp_index_get (&p->index, key);
   if (n != NIL) {
-    guint32 b = p->aux[n];
-    Bucket *bk = &p->buckets[b];
-    guint32 nb = bk->next;
-    if (nb == NIL || p->buckets[nb].freq != bk->freq + 1)
-      nb = bucket_new (p, p->buckets[b].freq + 1, b);
-    bk = &p->buckets[b]; /* (not moved: the pool is fixed) */
-    list_remove (p, &bk->list, n);
-    list_push_front (p, &p->buckets[nb].list, n);
-    p->aux[n] = nb;
-    if (bk->list.len == 0)
-      bucket_delete (p, b);
+    lfu_hit (p, n);
     *slot = n;
     return TRUE;
   }
+  lfu_tick (p);
   if (p->size == p->cap) {
     /* Evict the least recently used key of the lowest frequency. */
     guint32 b = p->bucket_first;
@@ -395,13 +407,19 @@ lfu_remove (SedpCachePolicy *p, guint32 n)
 
 /* ---- LRU ---- */
 
+static inline void
+lru_hit (SedpCachePolicy *p, guint32 n)
+{
+  list_to_front (p, &p->lru, n);
+}
+
 static gboolean
 lru_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
             gboolean *has_evicted)
 {
   guint32 n = sedp_index_get (&p->index, key);
   if (n != NIL) {
-    list_to_front (p, &p->lru, n);
+    lru_hit (p, n);
     *slot = n;
     return TRUE;
   }
@@ -444,6 +462,30 @@ tiny_main_victim (SedpCachePolicy *p)
   return p->probation.tail != NIL ? p->probation.tail : p->protected_.tail;
 }
 
+/* A hit on node @n (its access already counted in the sketch). */
+static void
+tiny_hit (SedpCachePolicy *p, guint32 n)
+{
+  switch (p->aux[n]) {
+  case SEG_WINDOW:
+    list_to_front (p, &p->lru, n);
+    break;
+  case SEG_PROBATION:
+    list_remove (p, &p->probation, n);
+    list_push_front (p, &p->protected_, n);
+    p->aux[n] = SEG_PROTECTED;
+    if (p->protected_.len > p->protected_cap) {
+      guint32 d = p->protected_.tail;
+      list_remove (p, &p->protected_, d);
+      list_push_front (p, &p->probation, d);
+      p->aux[d] = SEG_PROBATION;
+    }
+    break;
+  default:
+    list_to_front (p, &p->protected_, n);
+  }
+}
+
 static gboolean
 tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
              gboolean *has_evicted)
@@ -451,24 +493,7 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
   sketch_increment (&p->sketch, key);
   guint32 n = sedp_index_get (&p->index, key);
   if (n != NIL) {
-    switch (p->aux[n]) {
-    case SEG_WINDOW:
-      list_to_front (p, &p->lru, n);
-      break;
-    case SEG_PROBATION:
-      list_remove (p, &p->probation, n);
-      list_push_front (p, &p->protected_, n);
-      p->aux[n] = SEG_PROTECTED;
-      if (p->protected_.len > p->protected_cap) {
-        guint32 d = p->protected_.tail;
-        list_remove (p, &p->protected_, d);
-        list_push_front (p, &p->probation, d);
-        p->aux[d] = SEG_PROBATION;
-      }
-      break;
-    default:
-      list_to_front (p, &p->protected_, n);
-    }
+    tiny_hit (p, n);
     *slot = n;
     return TRUE;
   }
@@ -616,6 +641,37 @@ sedp_cache_policy_access (SedpCachePolicy *p, guint64 key, gboolean *admitted, g
   gboolean hit;
   sedp_cache_policy_access_slot (p, key, &hit, admitted, evicted, has_evicted);
   return hit;
+}
+
+guint32
+sedp_cache_policy_hit (SedpCachePolicy *p, guint64 key)
+{
+  guint32 n = sedp_index_get (&p->index, key);
+  if (n == NIL)
+    return SEDP_CACHE_NO_SLOT;
+  /* Resident: the access is a hit, which never admits or evicts. */
+  if (p->kind == SEDP_CACHE_LRU) {
+    lru_hit (p, n);
+  } else if (p->kind == SEDP_CACHE_LFU) {
+    lfu_hit (p, n);
+  } else {
+    sketch_increment (&p->sketch, key);
+    tiny_hit (p, n);
+  }
+  return n;
+}
+
+void
+sedp_cache_policy_prefetch (const SedpCachePolicy *p, guint64 key)
+{
+  __builtin_prefetch (&p->index.slots[sedp_mix64 (key) & p->index.mask]);
+  if (p->kind == SEDP_CACHE_TINYLFU && p->sketch.rows) {
+    const Sketch *s = &p->sketch;
+    guint64 h = sketch_hash (key);
+    guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
+    for (guint r = 0; r < 4; r++)
+      __builtin_prefetch (&s->rows[r * s->words + (((lo + r * (guint64) hi) & s->mask) >> 4)]);
+  }
 }
 
 gboolean
