@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define DIM 16
 #define BATCH 1000
@@ -39,6 +40,8 @@ measure (const char *label, const char *url, const guint64 *keys, const float *v
   guint64 looked = 0, batches = 0;
   gint64 until = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
   t0 = g_get_monotonic_time ();
+  struct timespec c0, c1;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &c0);
   while (g_get_monotonic_time () < until) {
     for (guint i = 0; i < BATCH; i++)
       ask[i] = keys[g_rand_int_range (rand, 0, (gint32) n)];
@@ -52,7 +55,10 @@ measure (const char *label, const char *url, const guint64 *keys, const float *v
     batches++;
   }
   double secs = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &c1);
+  double cpu = (double) (c1.tv_sec - c0.tv_sec) + (double) (c1.tv_nsec - c0.tv_nsec) / 1e9;
   printf ("RESULT %s_lookups_per_s=%.0f\n", label, looked / secs);
+  printf ("RESULT %s_client_cpu_ns_per_key=%.0f\n", label, cpu * 1e9 / looked);
   printf ("RESULT %s_batch_latency_us=%.0f\n", label, secs * 1e6 / batches);
   g_rand_free (rand);
   g_free (out);
