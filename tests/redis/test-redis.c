@@ -1190,6 +1190,92 @@ test_cluster_redirects (void)
   sedp_cube_source_free (source);
 }
 
+typedef struct {
+  SedpCubeSource *source;
+  guint seed;
+  guint bad;
+  gint *stop;
+  guint rounds;
+} ClusterWorker;
+
+static gpointer
+cluster_worker_run (gpointer data)
+{
+  ClusterWorker *w = data;
+  GRand *rand = g_rand_new_with_seed (w->seed);
+  guint64 ask[300];
+  guint idx[300];
+  float *out = g_new (float, 300 * DIM);
+  guint8 found[300];
+  while (!g_atomic_int_get (w->stop) || w->rounds < 5) {
+    for (guint i = 0; i < 300; i++) {
+      idx[i] = i < 2 ? i : (guint) g_rand_int_range (rand, 0, N_KEYS); /* keys[0] and keys[1] always */
+      ask[i] = keys[idx[i]];
+    }
+    if (sedp_cube_source_lookup (w->source, ask, 300, out, found, NULL) != 300)
+      w->bad++;
+    for (guint i = 0; i < 300; i++)
+      if (!found[i] || memcmp (out + i * DIM, values + (gsize) idx[i] * DIM, DIM * 4) != 0)
+        w->bad++;
+    w->rounds++;
+  }
+  g_free (out);
+  g_rand_free (rand);
+  return NULL;
+}
+
+/* Four threads look up while slots migrate under them (ASK, MOVED, map refreshes): every value
+ * stays right, nothing fails. */
+static void
+test_cluster_concurrent_migration (void)
+{
+  SedpCubeSource *source = open_source (cluster->url, "c", 2000 * slow, 20);
+  gint stop = 0;
+  ClusterWorker workers[4];
+  GThread *threads[4];
+  for (guint i = 0; i < 4; i++) {
+    workers[i] = (ClusterWorker) {.source = source, .seed = 10 + i, .stop = &stop};
+    threads[i] = g_thread_new ("lookup", cluster_worker_run, &workers[i]);
+  }
+  /* Move the slots of keys[0] and keys[1] to the next node, key by key, then back. */
+  for (guint pass = 0; pass < 2; pass++) {
+    for (guint k = 0; k < 2; k++) {
+      g_autofree char *key = key_string ("c", keys[k]);
+      guint slot = sedp_redis_key_slot (key, strlen (key));
+      RedisServer *from = redis_cluster_owner (cluster, slot);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (from);
+      guint at = 0;
+      while (cluster->nodes[at] != from)
+        at++;
+      RedisServer *to = cluster->nodes[(at + 1) % cluster->n];
+      g_autofree char *from_id = redis_server_node_id (from);
+      g_autofree char *to_id = redis_server_node_id (to);
+      g_autofree char *s = g_strdup_printf ("%u", slot);
+      node_do (to, "CLUSTER", "SETSLOT", s, "IMPORTING", from_id);
+      node_do (from, "CLUSTER", "SETSLOT", s, "MIGRATING", to_id);
+      g_usleep (20000);
+      GPtrArray *in_slot = keys_in_slot (from, slot);
+      for (guint j = 0; j < in_slot->len; j++) {
+        migrate_keys (from, to, (const char *const *) &in_slot->pdata[j], 1);
+        g_usleep (20000);
+      }
+      g_ptr_array_unref (in_slot);
+      finish_migration (slot, to);
+      g_usleep (50000);
+    }
+  }
+  g_atomic_int_set (&stop, 1);
+  for (guint i = 0; i < 4; i++) {
+    g_thread_join (threads[i]);
+    CU_ASSERT_EQUAL (workers[i].bad, 0);
+    CU_ASSERT (workers[i].rounds >= 5);
+  }
+  CU_ASSERT (counter (source, "redis_redirects") >= 1);
+  CU_ASSERT_EQUAL (counter (source, "redis_errors"), 0);
+  CU_ASSERT_EQUAL (counter (source, "redis_degraded"), 0);
+  sedp_cube_source_free (source);
+}
+
 /* One node down: its keys fail (counted), the others are served; all down: degraded. */
 static void
 test_cluster_node_down (void)
@@ -1277,6 +1363,7 @@ main (void)
                test_cluster_lookup);
   CU_add_test (s, "cluster URL on a plain server", test_cluster_url_on_single);
   CU_add_test (s, "ASK and MOVED during a slot migration", test_cluster_redirects);
+  CU_add_test (s, "lookups from 4 threads during slot migrations", test_cluster_concurrent_migration);
   CU_add_test (s, "a node down: partial; all down: degraded", test_cluster_node_down);
 
   return sedp_test_run ();
