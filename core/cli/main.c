@@ -15,7 +15,7 @@ static const Command commands[] = {
   {"check", sedp_cmd_check, "Validate a pipeline file and print its compiled graph"},
   {"cube", sedp_cmd_cube, "Cubes of embeddings: build, info, verify, get, push"},
   {"inspect", sedp_cmd_inspect, "List plugins, or print one plugin's options"},
-  {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth"},
+  {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth, split"},
   {"run", sedp_cmd_run, "Score a file of requests offline"},
 };
 

@@ -1,23 +1,13 @@
 /* sedp — the cube: a read-only store of embeddings keyed by 64-bit feature signatures. */
 #pragma once
 
-#include <sedp/macros.h>
+#include <sedp/cube.h>
 
 G_BEGIN_DECLS
 
-/** SEDP_CUBE_ERROR: errors of cubes, their backends and caches. Codes are #SedpCubeError. */
-#define SEDP_CUBE_ERROR (sedp_cube_error_quark ())
-SEDP_API GQuark sedp_cube_error_quark (void);
+/* The error domain and codes, the hash key size and sedp_signature() are in the SDK. */
 
-typedef enum {
-  SEDP_CUBE_ERROR_IO,          /* cannot read or write a file */
-  SEDP_CUBE_ERROR_CORRUPT,     /* a cube file is truncated, fails its checksum or is malformed */
-  SEDP_CUBE_ERROR_INVALID,     /* bad input: a malformed TSV line, wrong dim, duplicate key, bad URL */
-  SEDP_CUBE_ERROR_UNAVAILABLE, /* a remote backend cannot be reached (down, timeout) */
-} SedpCubeError;
 
-/** SEDP_CUBE_HASH_KEY_BYTES: size of the libsodium crypto_shorthash key of a cube. */
-#define SEDP_CUBE_HASH_KEY_BYTES 16
 
 /**
  * SedpCubeMeta:
@@ -40,15 +30,7 @@ typedef enum {
   SEDP_CUBE_VALUES_DISK,       /* blocks read on demand (pread) */
 } SedpCubePlacement;
 
-/**
- * sedp_signature:
- * @hash_key: the cube's key (SEDP_CUBE_HASH_KEY_BYTES bytes)
- *
- * Returns: the 64-bit signature of feature id @id in slot @slot: libsodium's keyed
- * crypto_shorthash (SipHash-2-4) of the little-endian (slot, id) pair. Build time and serve time
- * use the same key, stored in the cube's metadata.
- */
-SEDP_API guint64 sedp_signature (const guint8 *hash_key, guint32 slot, guint64 id);
+
 
 /** SedpCube: an open local cube. Lookups are thread-safe. */
 typedef struct _SedpCube SedpCube;

@@ -6,13 +6,13 @@
 G_BEGIN_DECLS
 
 /**
- * SedpCubeSource:
- * A uniform way to look up embeddings, whatever holds them. Lookups are thread-safe and batched:
- * one call looks up many keys (duplicates allowed), the backend groups them as it sees fit
- * (pipelined multi-gets per Redis node). Missing keys are reported, never invented.
+ * SedpCubeSourceClass:
+ * How one kind of source (local cube, Redis, cube cache) looks up embeddings. A source
+ * (SedpCubeSource, declared in the SDK's cube header) is a uniform way to look up embeddings,
+ * whatever holds them: lookups are thread-safe and batched, one call looks up many keys
+ * (duplicates allowed), the backend groups them as it sees fit (pipelined multi-gets per Redis
+ * node). Missing keys are reported, never invented.
  */
-typedef struct _SedpCubeSource SedpCubeSource;
-
 typedef struct {
   /* Returns keys found (≥ 0), or -1 with @error when the backend failed as a whole
    * (UNAVAILABLE: the caller uses defaults). */
@@ -27,11 +27,6 @@ struct _SedpCubeSource {
   const SedpCubeSourceClass *klass;
   guint dim;
 };
-
-SEDP_API gint64 sedp_cube_source_lookup (SedpCubeSource *source, const guint64 *keys, guint n,
-                                         float *out, guint8 *found, GError **error);
-SEDP_API void sedp_cube_source_stats (SedpCubeSource *source, GString *out);
-SEDP_API void sedp_cube_source_free (SedpCubeSource *source);
 
 /* A local cube (takes ownership). */
 SEDP_API SedpCubeSource *sedp_cube_source_new_local (SedpCube *cube);

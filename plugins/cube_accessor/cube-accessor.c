@@ -221,7 +221,7 @@ accessor_create (SedpStageContext *ctx, GError **error)
   a->source = sedp_cube_source_open (&o, &local);
   if (a->source == NULL) {
     g_set_error (error, SEDP_STAGE_ERROR,
-                 g_error_matches (local, SEDP_CUBE_ERROR, 3 /* UNAVAILABLE */)
+                 g_error_matches (local, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE)
                    ? SEDP_STAGE_ERROR_UNAVAILABLE : SEDP_STAGE_ERROR_CONFIG,
                  "%s", local->message);
     g_error_free (local);

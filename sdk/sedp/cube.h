@@ -13,6 +13,20 @@ G_BEGIN_DECLS
 #define SEDP_CUBE_ERROR (sedp_cube_error_quark ())
 SEDP_API GQuark sedp_cube_error_quark (void);
 
+/**
+ * SedpCubeError:
+ * @SEDP_CUBE_ERROR_IO: cannot read or write a file
+ * @SEDP_CUBE_ERROR_CORRUPT: a cube file is truncated, fails its checksum or is malformed
+ * @SEDP_CUBE_ERROR_INVALID: bad input: a malformed TSV line, wrong dim, duplicate key, bad URL
+ * @SEDP_CUBE_ERROR_UNAVAILABLE: a remote backend cannot be reached (down, timeout)
+ */
+typedef enum {
+  SEDP_CUBE_ERROR_IO,
+  SEDP_CUBE_ERROR_CORRUPT,
+  SEDP_CUBE_ERROR_INVALID,
+  SEDP_CUBE_ERROR_UNAVAILABLE,
+} SedpCubeError;
+
 /** SEDP_CUBE_HASH_KEY_BYTES: size of a cube's signature key. */
 #define SEDP_CUBE_HASH_KEY_BYTES 16
 
