@@ -12,6 +12,35 @@
 #define DIM 16
 #define BATCH 1000
 
+typedef struct {
+  SedpCubeSource *source;
+  const guint64 *keys;
+  guint n;
+  gint64 until;
+  gsize looked; /* atomic */
+} Shared;
+
+static gpointer
+thread_run (gpointer data)
+{
+  Shared *sh = data;
+  GRand *rand = g_rand_new ();
+  guint64 ask[BATCH];
+  float *out = g_new (float, BATCH * DIM);
+  while (g_get_monotonic_time () < sh->until) {
+    for (guint i = 0; i < BATCH; i++)
+      ask[i] = sh->keys[g_rand_int_range (rand, 0, (gint32) sh->n)];
+    if (sedp_cube_source_lookup (sh->source, ask, BATCH, out, NULL, NULL) != BATCH) {
+      fprintf (stderr, "lookup failed\n");
+      exit (1);
+    }
+    g_atomic_pointer_add (&sh->looked, BATCH);
+  }
+  g_free (out);
+  g_rand_free (rand);
+  return NULL;
+}
+
 static void
 measure (const char *label, const char *url, const guint64 *keys, const float *values, guint n,
          double seconds)
@@ -62,6 +91,21 @@ measure (const char *label, const char *url, const guint64 *keys, const float *v
   printf ("RESULT %s_batch_latency_us=%.0f\n", label, secs * 1e6 / batches);
   g_rand_free (rand);
   g_free (out);
+
+  /* The same source from several threads at once (each takes its own pooled connections). */
+  guint threads = g_getenv ("BENCH_THREADS") ? (guint) atoi (g_getenv ("BENCH_THREADS")) : 4;
+  Shared shared = {.source = source, .keys = keys, .n = n,
+                   .until = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC)};
+  GThread **pool = g_new (GThread *, threads);
+  t0 = g_get_monotonic_time ();
+  for (guint i = 0; i < threads; i++)
+    pool[i] = g_thread_new ("bench", thread_run, &shared);
+  for (guint i = 0; i < threads; i++)
+    g_thread_join (pool[i]);
+  secs = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  printf ("RESULT %s_lookups_per_s_%uthreads=%.0f\n", label, threads,
+          (double) g_atomic_pointer_get (&shared.looked) / secs);
+  g_free (pool);
   sedp_cube_source_free (source);
 }
 
