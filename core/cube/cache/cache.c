@@ -32,6 +32,7 @@ typedef struct {
   float *mem_values;          /* capacity × dim */
   GMutex disk_lock;
   SedpCachePolicy *disk;      /* NULL: no disk tier */
+  guint32 *disk_gen;          /* per slot: bumped whenever the slot is given to a key */
   guint64 disk_first;         /* the shard's first slot in the file */
 } Shard;
 
@@ -130,7 +131,8 @@ disk_read (CachedSource *s, const Shard *sh, guint32 slot, float *value)
 }
 
 /* Offers (@key, @value) to the disk tier of @sh: stored when the policy admits it. Called with
- * the shard's disk lock held. */
+ * the shard's disk lock held: writes are rare next to reads (a key is written once per stay),
+ * and a write into the page cache is short. */
 static void
 disk_offer (CachedSource *s, Shard *sh, guint64 key, const float *value)
 {
@@ -138,6 +140,7 @@ disk_offer (CachedSource *s, Shard *sh, guint64 key, const float *value)
   guint32 slot = sedp_cache_policy_access_slot (sh->disk, key, &hit, &admitted, NULL, NULL);
   if (hit || !admitted)
     return; /* already there (values never change), or refused */
+  sh->disk_gen[slot]++; /* readers of the slot's previous key find out */
   if (pwrite (s->fd, value, s->value_bytes, disk_offset (s, sh, slot)) != (ssize_t) s->value_bytes) {
     COUNT (s, disk_errors, 1);
     sedp_cache_policy_remove (sh->disk, key);
@@ -253,28 +256,52 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
   m.from = g_new0 (guint8, m.n);
   m.values = g_new (float, (gsize) m.n * dim);
 
-  /* 2. The disk tier. */
+  /* 2. The disk tier. Reads happen outside the lock (an SSD read takes far longer than a memory
+   * lookup): each key's slot and the slot's generation are noted under the lock, the values
+   * read, and a read is kept only if the slot still belongs to the key and was not given to
+   * another key meanwhile (the generation did not move). */
   guint disk_hits = 0;
   if (s->fd >= 0) {
+    g_autofree guint32 *dslot = g_new (guint32, m.n);
+    g_autofree guint32 *dgen = g_new (guint32, m.n);
     order_by_shard (s, m.keys, NULL, m.n, order, start);
     for (guint k = 0; k < s->n_shards; k++) {
       if (start[k] == start[k + 1])
         continue;
       Shard *sh = &s->shards[k];
+      guint asked = 0;
       g_mutex_lock (&sh->disk_lock);
       for (guint i = start[k]; i < start[k + 1]; i++) {
         guint u = order[i];
-        guint32 slot = sedp_cache_policy_get_slot (sh->disk, m.keys[u]);
-        if (slot == SEDP_CACHE_NO_SLOT)
-          continue;
-        if (!disk_read (s, sh, slot, m.values + (gsize) u * dim)) {
-          COUNT (s, disk_errors, 1);
-          sedp_cache_policy_remove (sh->disk, m.keys[u]);
-          continue;
+        dslot[u] = sedp_cache_policy_hit (sh->disk, m.keys[u]);
+        if (dslot[u] != SEDP_CACHE_NO_SLOT) {
+          dgen[u] = sh->disk_gen[dslot[u]];
+          asked++;
         }
-        sedp_cache_policy_access (sh->disk, m.keys[u], NULL, NULL, NULL);
-        m.from[u] = FROM_DISK;
-        disk_hits++;
+      }
+      g_mutex_unlock (&sh->disk_lock);
+      if (asked == 0)
+        continue;
+      for (guint i = start[k]; i < start[k + 1]; i++) {
+        guint u = order[i];
+        if (dslot[u] != SEDP_CACHE_NO_SLOT && disk_read (s, sh, dslot[u], m.values + (gsize) u * dim))
+          m.from[u] = FROM_DISK;
+      }
+      g_mutex_lock (&sh->disk_lock);
+      for (guint i = start[k]; i < start[k + 1]; i++) {
+        guint u = order[i];
+        if (dslot[u] == SEDP_CACHE_NO_SLOT)
+          continue;
+        gboolean same = sh->disk_gen[dslot[u]] == dgen[u] &&
+                        sedp_cache_policy_get_slot (sh->disk, m.keys[u]) == dslot[u];
+        if (m.from[u] == FROM_DISK && !same) {
+          m.from[u] = FROM_NONE; /* overwritten meanwhile: ask the remote */
+        } else if (m.from[u] != FROM_DISK) {
+          COUNT (s, disk_errors, 1);
+          if (same)
+            sedp_cache_policy_remove (sh->disk, m.keys[u]);
+        }
+        disk_hits += m.from[u] == FROM_DISK;
       }
       g_mutex_unlock (&sh->disk_lock);
     }
@@ -431,6 +458,7 @@ cached_free (SedpCubeSource *source)
     sedp_cache_policy_free (sh->mem);
     sedp_cache_policy_free (sh->disk);
     g_free (sh->mem_values);
+    g_free (sh->disk_gen);
     g_mutex_clear (&sh->mem_lock);
     g_mutex_clear (&sh->disk_lock);
   }
@@ -524,6 +552,7 @@ sedp_cube_source_new_cached_sharded (SedpCubeSource *remote, const SedpCubeCache
     if (s->disk_entries > 0) {
       guint64 disk = share (s->disk_entries, shards, k);
       sh->disk = sedp_cache_policy_new (kind, disk);
+      sh->disk_gen = g_new0 (guint32, MAX (disk, 1));
       sh->disk_first = disk_first;
       disk_first += disk;
     }
