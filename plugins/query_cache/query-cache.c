@@ -237,7 +237,7 @@ static const SedpOptionSpec qc_options[] = {
                          "store: cache the scores computed upstream"),
   SEDP_OPTION_STRING_SPEC ("cache", "query_cache",
                            "Name of the cache; the lookup and store stages of one pipeline share it"),
-  SEDP_OPTION_INT_SPEC ("capacity", "1000000", 0, 68719476736.0, "Entries kept at most (least recently used go first)"),
+  SEDP_OPTION_INT_SPEC ("capacity", "1000000", 0, 1e10, "Entries kept at most (least recently used go first)"),
   SEDP_OPTION_INT_SPEC ("ttl_ms", "60000", 0, 1e12, "Expiry window: older entries are misses, in milliseconds (0: none)"),
   SEDP_OPTION_DOUBLE_SPEC ("admit_min_score", "-1e30", -1e30, 1e30,
                            "Only scores at least this high are cached (the default admits every score)"),
