@@ -12,7 +12,6 @@
  * docs/storage.md, "Query cache". */
 #include <sedp/sedp.h>
 
-#include "cube/cache/query-cache.h"
 
 #include <string.h>
 
