@@ -19,3 +19,15 @@ void sedp_cli_error (const char *subcommand, const char *message);
 /* Parses @argv with @entries; prints the error and returns FALSE on bad options. */
 gboolean sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
                          const GOptionEntry *entries, int *argc, char ***argv);
+
+/* A subcommand of a command group (sedp model …, sedp cube …). */
+typedef struct {
+  const char *name;
+  int (*run) (int argc, char **argv);
+  const char *summary;
+} SedpCliCommand;
+
+/* Runs the subcommand named by argv[1] of group @group (argv[0]); prints the group's usage with
+ * @description and @footer (may be NULL) for --help, no argument, or an unknown name. */
+int sedp_cli_dispatch (const char *group, const char *description, const char *footer,
+                       const SedpCliCommand *commands, guint n_commands, int argc, char **argv);

@@ -586,13 +586,7 @@ cmd_push (int argc, char **argv)
 
 /* ---- dispatch ---- */
 
-typedef struct {
-  const char *name;
-  int (*run) (int argc, char **argv);
-  const char *summary;
-} Sub;
-
-static const Sub subs[] = {
+static const SedpCliCommand subs[] = {
   {"build", cmd_build, "Build a cube from TSV lines KEY<TAB>v1,v2,…"},
   {"info", cmd_info, "Print a cube's metadata"},
   {"verify", cmd_verify, "Check every file of a cube against its checksums"},
@@ -600,33 +594,11 @@ static const Sub subs[] = {
   {"push", cmd_push, "Upload a local cube to Redis"},
 };
 
-static void
-cube_usage (FILE *f)
-{
-  fprintf (f, "Usage: sedp cube COMMAND [OPTION…]\n\nCubes: read-only stores of embeddings "
-              "keyed by 64-bit feature signatures.\n\nCommands:\n");
-  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
-    fprintf (f, "  %-8s %s\n", subs[i].name, subs[i].summary);
-  fprintf (f, "\nRun 'sedp cube COMMAND --help' for a command's options. From an ONNX model: "
-              "'sedp model split'.\n");
-}
-
 int
 sedp_cmd_cube (int argc, char **argv)
 {
-  if (argc < 2) {
-    cube_usage (stderr);
-    return 2;
-  }
-  const char *sub = argv[1];
-  if (strcmp (sub, "--help") == 0 || strcmp (sub, "-h") == 0 || strcmp (sub, "help") == 0) {
-    cube_usage (stdout);
-    return 0;
-  }
-  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
-    if (strcmp (sub, subs[i].name) == 0)
-      return subs[i].run (argc - 1, argv + 1);
-  fprintf (stderr, "sedp cube: unknown command '%s'\n\n", sub);
-  cube_usage (stderr);
-  return 2;
+  return sedp_cli_dispatch ("cube",
+                            "Cubes: read-only stores of embeddings keyed by 64-bit feature signatures.",
+                            "From an ONNX model: 'sedp model split'.", subs, G_N_ELEMENTS (subs),
+                            argc, argv);
 }

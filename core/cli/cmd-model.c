@@ -1162,13 +1162,7 @@ cmd_split (int argc, char **argv)
 
 /* ---- dispatch ---- */
 
-typedef struct {
-  const char *name;
-  int (*run) (int argc, char **argv);
-  const char *summary;
-} Sub;
-
-static const Sub subs[] = {
+static const SedpCliCommand subs[] = {
   {"info", cmd_info, "Inputs, outputs, operators, parameters and FLOPs of an ONNX model"},
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
@@ -1176,32 +1170,9 @@ static const Sub subs[] = {
   {"split", cmd_split, "Split a model into a cube of its embedding tables and a dense model"},
 };
 
-static void
-model_usage (FILE *f)
-{
-  fprintf (f, "Usage: sedp model COMMAND [OPTION…]\n\nONNX models of the dense engine.\n\n"
-              "Commands:\n");
-  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
-    fprintf (f, "  %-8s %s\n", subs[i].name, subs[i].summary);
-  fprintf (f, "\nRun 'sedp model COMMAND --help' for a command's options.\n");
-}
-
 int
 sedp_cmd_model (int argc, char **argv)
 {
-  if (argc < 2) {
-    model_usage (stderr);
-    return 2;
-  }
-  const char *sub = argv[1];
-  if (strcmp (sub, "--help") == 0 || strcmp (sub, "-h") == 0 || strcmp (sub, "help") == 0) {
-    model_usage (stdout);
-    return 0;
-  }
-  for (guint i = 0; i < G_N_ELEMENTS (subs); i++)
-    if (strcmp (sub, subs[i].name) == 0)
-      return subs[i].run (argc - 1, argv + 1);
-  fprintf (stderr, "sedp model: unknown command '%s'\n\n", sub);
-  model_usage (stderr);
-  return 2;
+  return sedp_cli_dispatch ("model", "ONNX models of the dense engine.", NULL, subs,
+                            G_N_ELEMENTS (subs), argc, argv);
 }

@@ -44,6 +44,38 @@ sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
 }
 
 static void
+group_usage (FILE *f, const char *group, const char *description, const char *footer,
+             const SedpCliCommand *commands, guint n)
+{
+  fprintf (f, "Usage: sedp %s COMMAND [OPTION…]\n\n%s\n\nCommands:\n", group, description);
+  for (guint i = 0; i < n; i++)
+    fprintf (f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf (f, "\nRun 'sedp %s COMMAND --help' for a command's options.%s%s\n", group,
+           footer ? " " : "", footer ? footer : "");
+}
+
+int
+sedp_cli_dispatch (const char *group, const char *description, const char *footer,
+                   const SedpCliCommand *commands, guint n, int argc, char **argv)
+{
+  if (argc < 2) {
+    group_usage (stderr, group, description, footer, commands, n);
+    return 2;
+  }
+  const char *sub = argv[1];
+  if (strcmp (sub, "--help") == 0 || strcmp (sub, "-h") == 0 || strcmp (sub, "help") == 0) {
+    group_usage (stdout, group, description, footer, commands, n);
+    return 0;
+  }
+  for (guint i = 0; i < n; i++)
+    if (strcmp (sub, commands[i].name) == 0)
+      return commands[i].run (argc - 1, argv + 1);
+  fprintf (stderr, "sedp %s: unknown command '%s'\n\n", group, sub);
+  group_usage (stderr, group, description, footer, commands, n);
+  return 2;
+}
+
+static void
 usage (FILE *out)
 {
   fprintf (out, "Usage: sedp [--version] [--help] COMMAND [ARGS…]\n\n"

@@ -44,17 +44,6 @@ struct _SedpCubeBuilder {
   GError *broken;
 };
 
-static gboolean G_GNUC_PRINTF (3, 4)
-fail (GError **error, int code, const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error_literal (error, SEDP_CUBE_ERROR, code, msg);
-  g_free (msg);
-  return FALSE;
-}
 
 static gboolean
 write_all (int fd, const void *data, gsize len, const char *path, GError **error)
@@ -66,7 +55,7 @@ write_all (int fd, const void *data, gsize len, const char *path, GError **error
       if (errno == EINTR)
         continue;
       int e = errno;
-      return fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
     }
     p += w;
     len -= (gsize) w;
@@ -80,11 +69,11 @@ sync_close (int fd, const char *path, GError **error)
   gboolean ok = TRUE;
   if (fsync (fd) != 0) {
     int e = errno;
-    ok = fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
+    ok = sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
   }
   if (close (fd) != 0 && ok) {
     int e = errno;
-    ok = fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
+    ok = sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot write: %s", path, g_strerror (e));
   }
   return ok;
 }
@@ -95,7 +84,7 @@ create_file (const char *path, GError **error)
   int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     int e = errno;
-    fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot create: %s", path, g_strerror (e));
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot create: %s", path, g_strerror (e));
   }
   return fd;
 }
@@ -145,14 +134,14 @@ sedp_cube_builder_new (const char *dir, const char *name, guint dim, const guint
   g_return_val_if_fail (dir != NULL && *dir != '\0', NULL);
   sedp_cube_sodium_init ();
   if (dim < 1 || dim > CUBE_MAX_DIM) {
-    fail (error, SEDP_CUBE_ERROR_INVALID, "dim %u is out of range (1 to %d)", dim, CUBE_MAX_DIM);
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "dim %u is out of range (1 to %d)", dim, CUBE_MAX_DIM);
     return NULL;
   }
   g_autofree char *base = g_path_get_basename (dir);
   if (name == NULL)
     name = base;
   if (!cube_name_valid (name)) {
-    fail (error, SEDP_CUBE_ERROR_INVALID, "bad cube name '%s' (1 to %d letters, digits, '_', "
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "bad cube name '%s' (1 to %d letters, digits, '_', "
           "'.' or '-')", name, CUBE_MAX_NAME);
     return NULL;
   }
@@ -160,13 +149,13 @@ sedp_cube_builder_new (const char *dir, const char *name, guint dim, const guint
   if (block_size == 0)
     block_size = CUBE_DEFAULT_BLOCK_SIZE;
   if (block_size < row || block_size > CUBE_MAX_BLOCK_SIZE || block_size / row > G_MAXUINT32) {
-    fail (error, SEDP_CUBE_ERROR_INVALID, "block size %" G_GUINT64_FORMAT " must hold at least "
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "block size %" G_GUINT64_FORMAT " must hold at least "
           "one value of dim %u (%" G_GSIZE_FORMAT " bytes) and at most 2^32 - 1 of them, up to "
           "2^40 bytes", block_size, dim, row);
     return NULL;
   }
   if (g_file_test (dir, G_FILE_TEST_EXISTS)) {
-    fail (error, SEDP_CUBE_ERROR_INVALID, "%s already exists (a cube is never overwritten: "
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "%s already exists (a cube is never overwritten: "
           "remove it first, or build into another folder)", dir);
     return NULL;
   }
@@ -189,7 +178,7 @@ sedp_cube_builder_new (const char *dir, const char *name, guint dim, const guint
   if (g_mkdtemp_full (b->tmp, 0755) == NULL) {
     int e = errno;
     g_autofree char *parent = g_path_get_dirname (dir);
-    fail (error, SEDP_CUBE_ERROR_IO, "cannot create a folder next to %s (in %s): %s", dir,
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "cannot create a folder next to %s (in %s): %s", dir,
           parent, g_strerror (e));
     g_clear_pointer (&b->tmp, g_free);
     builder_free (b);
@@ -284,11 +273,11 @@ sedp_cube_builder_add (SedpCubeBuilder *b, guint64 key, const float *values, GEr
   }
   guint64 count = b->used + (guint64) b->has_zero;
   if (count >= CUBE_MAX_COUNT)
-    return fail (error, SEDP_CUBE_ERROR_INVALID, "a cube holds at most 2^40 keys");
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "a cube holds at most 2^40 keys");
   guint32 block = b->block, offset = (guint32) b->in_block;
   if (key == 0) {
     if (b->has_zero)
-      return fail (error, SEDP_CUBE_ERROR_INVALID, "duplicate key 0");
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "duplicate key 0");
   } else {
     if (cube_slots_for (b->used + 1) > b->n_slots && !grow (b, &b->broken)) {
       g_propagate_error (error, g_error_copy (b->broken));
@@ -297,7 +286,7 @@ sedp_cube_builder_add (SedpCubeBuilder *b, guint64 key, const float *values, GEr
     guint64 mask = b->n_slots - 1, i = cube_home (key, b->shift);
     for (; b->slots[i].key != 0; i = (i + 1) & mask)
       if (b->slots[i].key == key)
-        return fail (error, SEDP_CUBE_ERROR_INVALID, "duplicate key %" G_GUINT64_FORMAT, key);
+        return sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "duplicate key %" G_GUINT64_FORMAT, key);
     b->slots[i] = (SedpCubeSlot){.key = key, .block = block, .offset = offset};
     b->used++;
   }
@@ -442,9 +431,9 @@ rename_into_place (SedpCubeBuilder *b, GError **error)
   if (r != 0) {
     int e = errno;
     if (e == EEXIST || e == ENOTEMPTY)
-      return fail (error, SEDP_CUBE_ERROR_INVALID, "%s already exists (a cube is never "
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "%s already exists (a cube is never "
                    "overwritten: remove it first, or build into another folder)", b->dir);
-    return fail (error, SEDP_CUBE_ERROR_IO, "cannot rename %s to %s: %s", b->tmp, b->dir,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "cannot rename %s to %s: %s", b->tmp, b->dir,
                  g_strerror (e));
   }
   g_autofree char *parent = g_path_get_dirname (b->dir);

@@ -149,4 +149,7 @@ void sedp_cube_sodium_init (void);
 gpointer sedp_cube_map (gsize bytes, const char *what, GError **error);
 void sedp_cube_unmap (gpointer p, gsize bytes);
 
+/* Sets a SEDP_CUBE_ERROR error from a printf-style message and returns FALSE (cube.c). */
+gboolean sedp_cube_fail (GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+
 G_END_DECLS

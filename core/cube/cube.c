@@ -87,8 +87,8 @@ sedp_cube_unmap (gpointer p, gsize bytes)
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-static gboolean G_GNUC_PRINTF (3, 4)
-fail (GError **error, int code, const char *fmt, ...)
+gboolean
+sedp_cube_fail (GError **error, int code, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -110,10 +110,10 @@ pread_full (int fd, void *buf, gsize len, guint64 offset, const char *path, GErr
       if (errno == EINTR)
         continue;
       int e = errno;
-      return fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot read: %s", path, g_strerror (e));
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot read: %s", path, g_strerror (e));
     }
     if (r == 0)
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: truncated (it ends before byte %"
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: truncated (it ends before byte %"
                    G_GUINT64_FORMAT ")", path, offset + 1);
     p += r;
     len -= (gsize) r;
@@ -130,9 +130,9 @@ open_member (const char *path, GError **error)
   if (fd < 0) {
     int e = errno;
     if (e == ENOENT)
-      fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: missing (the cube is incomplete)", path);
+      sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: missing (the cube is incomplete)", path);
     else
-      fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot open: %s", path, g_strerror (e));
+      sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot open: %s", path, g_strerror (e));
   }
   return fd;
 }
@@ -152,12 +152,12 @@ static gboolean
 meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError **error)
 {
   if (memchr (data, '\0', size) != NULL)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: binary data in a text file", path);
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: binary data in a text file", path);
   gsize magic_len = strlen (CUBE_MAGIC);
   if (size < magic_len || memcmp (data, CUBE_MAGIC, magic_len) != 0)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad magic (not a cube's metadata)", path);
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad magic (not a cube's metadata)", path);
   if (size == 0 || data[size - 1] != '\n')
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: truncated (no final newline)", path);
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: truncated (no final newline)", path);
 
   /* The first line: "SEDPCUBE VERSION". */
   const char *eol = memchr (data, '\n', size);
@@ -165,10 +165,10 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
   guint64 version = 0;
   if (first[magic_len] != ' ' ||
       !g_ascii_string_to_unsigned (first + magic_len + 1, 10, 0, G_MAXUINT32, &version, NULL))
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad first line '%s' (expected '%s %d')",
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad first line '%s' (expected '%s %d')",
                  path, first, CUBE_MAGIC, CUBE_FORMAT_VERSION);
   if (version != CUBE_FORMAT_VERSION)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: format version %" G_GUINT64_FORMAT ", this sedp reads version %d", path,
                  version, CUBE_FORMAT_VERSION);
 
@@ -181,12 +181,12 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
   g_autofree char *sum_line = g_strndup (data + last, size - 1 - last);
   if (!g_str_has_prefix (sum_line, sum_prefix) ||
       !cube_unhex (sum_line + strlen (sum_prefix), want, CUBE_SUM_BYTES))
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: truncated or malformed (the last line is not 'checksum: <32 hex digits>')",
                  path);
   crypto_generichash (got, CUBE_SUM_BYTES, (const guint8 *) data, last, NULL, 0);
   if (sodium_memcmp (got, want, CUBE_SUM_BYTES) != 0)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: checksum mismatch (the metadata was modified or damaged)", path);
 
   /* The fields. */
@@ -206,24 +206,24 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
       break; /* after the last newline */
     const char *colon = strstr (line, ": ");
     if (colon == NULL)
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: malformed line (no 'key: value')",
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: malformed line (no 'key: value')",
                    path, lineno);
     g_autofree char *key = g_strndup (line, (gsize) (colon - line));
     const char *value = colon + 2;
     if (g_str_has_prefix (key, "block-")) {
       if (!seen[N_BLOCKS])
-        return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: a block before n_blocks", path,
+        return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: a block before n_blocks", path,
                      lineno);
       g_autofree char *expected = cube_block_name ((guint) next_block);
       if (next_block >= n_blocks || strcmp (key, expected) != 0)
-        return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: unexpected block '%s'", path,
+        return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: unexpected block '%s'", path,
                      lineno, key);
       g_auto (GStrv) parts = g_strsplit (value, " ", -1);
       guint64 bytes = 0;
       if (g_strv_length (parts) != 2 ||
           !g_ascii_string_to_unsigned (parts[0], 10, 0, G_MAXUINT64, &bytes, NULL) ||
           !cube_unhex (parts[1], c->block_sums[next_block], CUBE_SUM_BYTES))
-        return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+        return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                      "%s:%u: malformed block line (expected 'BYTES CHECKSUM')", path, lineno);
       c->block_bytes[next_block++] = bytes;
       continue;
@@ -233,9 +233,9 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
       if (strcmp (key, names[k]) == 0)
         f = k;
     if (f < 0)
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: unknown field '%s'", path, lineno, key);
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: unknown field '%s'", path, lineno, key);
     if (seen[f])
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: '%s' given twice", path, lineno, key);
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: '%s' given twice", path, lineno, key);
     seen[f] = TRUE;
     guint64 v = 0;
     gboolean ok = TRUE;
@@ -286,27 +286,27 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
       break;
     }
     if (!ok)
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: bad %s '%s'", path, lineno, key,
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s:%u: bad %s '%s'", path, lineno, key,
                    value);
   }
   for (int k = 0; k < N_FIELDS; k++)
     if (!seen[k])
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: the field '%s' is missing", path,
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: the field '%s' is missing", path,
                    names[k]);
   if (next_block != n_blocks)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GUINT64_FORMAT " block lines for %"
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GUINT64_FORMAT " block lines for %"
                  G_GUINT64_FORMAT " blocks", path, next_block, n_blocks);
 
   /* The fields must agree with each other: sizes are derived, never trusted. */
   c->row_bytes = (gsize) c->meta.dim * sizeof (float);
   c->values_per_block = c->meta.block_size / c->row_bytes;
   if (c->values_per_block == 0 || c->values_per_block > G_MAXUINT32)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: block_size %" G_GUINT64_FORMAT " does not fit between one and 2^32 - 1 "
                  "values of dim %u", path, c->meta.block_size, c->meta.dim);
   guint64 want_blocks = (c->meta.count + c->values_per_block - 1) / c->values_per_block;
   if (n_blocks != want_blocks)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: n_blocks is %" G_GUINT64_FORMAT " but %" G_GUINT64_FORMAT
                  " keys of dim %u in blocks of %" G_GUINT64_FORMAT " bytes need %" G_GUINT64_FORMAT,
                  path, n_blocks, c->meta.count, c->meta.dim, c->meta.block_size, want_blocks);
@@ -314,13 +314,13 @@ meta_parse (SedpCube *c, const char *data, gsize size, const char *path, GError 
     guint64 expect = values_in_block (c, b) * c->row_bytes;
     if (c->block_bytes[b] != expect) {
       g_autofree char *bn = cube_block_name (b);
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                    "%s: %s is said to hold %" G_GUINT64_FORMAT " bytes, but count, dim and "
                    "block_size make it %" G_GUINT64_FORMAT, path, bn, c->block_bytes[b], expect);
     }
   }
   if (c->index_slots <= c->meta.count)
-    return fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: index_slots %" G_GUINT64_FORMAT " cannot hold %" G_GUINT64_FORMAT " keys",
                  path, c->index_slots, c->meta.count);
   c->shift = 64 - cube_log2 (c->index_slots);
@@ -333,11 +333,11 @@ meta_load (SedpCube *c, GError **error)
   struct stat st;
   if (stat (c->dir, &st) != 0) {
     int e = errno;
-    return fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot open the cube: %s", c->dir,
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: cannot open the cube: %s", c->dir,
                  g_strerror (e));
   }
   if (!S_ISDIR (st.st_mode))
-    return fail (error, SEDP_CUBE_ERROR_IO, "%s: not a cube (a cube is a folder)", c->dir);
+    return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: not a cube (a cube is a folder)", c->dir);
   g_autofree char *path = g_build_filename (c->dir, CUBE_META_FILE, NULL);
   int fd = open_member (path, error);
   if (fd < 0)
@@ -345,11 +345,11 @@ meta_load (SedpCube *c, GError **error)
   gboolean ok = FALSE;
   char *data = NULL;
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
     goto out;
   }
   if ((guint64) st.st_size > CUBE_MAX_META_BYTES) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, more than metadata "
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, more than metadata "
           "can be (%u MiB at most)", path, (gint64) st.st_size, CUBE_MAX_META_BYTES >> 20);
     goto out;
   }
@@ -377,11 +377,11 @@ index_load (SedpCube *c, GError **error)
   struct stat st;
   guint64 want = sizeof (SedpCubeIndexHeader) + c->index_slots * sizeof (SedpCubeSlot);
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
     goto out;
   }
   if ((guint64) st.st_size != want) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, but %" G_GUINT64_FORMAT
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, but %" G_GUINT64_FORMAT
           " slots make %" G_GUINT64_FORMAT " (%s)", path, (gint64) st.st_size, c->index_slots,
           want, (guint64) st.st_size < want ? "truncated" : "trailing data");
     goto out;
@@ -393,12 +393,12 @@ index_load (SedpCube *c, GError **error)
   crypto_generichash_init (&state, NULL, 0, CUBE_SUM_BYTES);
   crypto_generichash_update (&state, (const guint8 *) &h, sizeof h);
   if (memcmp (h.magic, CUBE_INDEX_MAGIC, sizeof h.magic) != 0) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad magic (not a cube index)", path);
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: bad magic (not a cube index)", path);
     goto out;
   }
   guint64 n_slots = GUINT64_FROM_LE (h.n_slots), count = GUINT64_FROM_LE (h.count);
   if (n_slots != c->index_slots || count != c->meta.count || GUINT32_FROM_LE (h.has_zero) > 1) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: the header (%" G_GUINT64_FORMAT " slots, %"
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: the header (%" G_GUINT64_FORMAT " slots, %"
           G_GUINT64_FORMAT " keys) does not match the metadata (%" G_GUINT64_FORMAT " slots, %"
           G_GUINT64_FORMAT " keys)", path, n_slots, count, c->index_slots, c->meta.count);
     goto out;
@@ -417,7 +417,7 @@ index_load (SedpCube *c, GError **error)
   guint8 sum[CUBE_SUM_BYTES];
   crypto_generichash_final (&state, sum, CUBE_SUM_BYTES);
   if (sodium_memcmp (sum, c->index_sum, CUBE_SUM_BYTES) != 0) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT,
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
           "%s: checksum mismatch (the index was modified or damaged)", path);
     goto out;
   }
@@ -441,17 +441,17 @@ index_load (SedpCube *c, GError **error)
     used++;
     if (s->block >= n_blocks ||
         s->offset >= (s->block + 1u == n_blocks ? last_values : c->values_per_block)) {
-      fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: slot %" G_GUINT64_FORMAT " points past the "
+      sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: slot %" G_GUINT64_FORMAT " points past the "
             "values (block %u, value %u)", path, i, s->block, s->offset);
       goto out;
     }
   }
   if (c->has_zero && (c->zero_block >= n_blocks || c->zero_offset >= values_in_block (c, c->zero_block))) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key 0 points past the values", path);
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key 0 points past the values", path);
     goto out;
   }
   if (used + (guint64) c->has_zero != c->meta.count) {
-    fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GUINT64_FORMAT " keys in the index, the "
+    sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GUINT64_FORMAT " keys in the index, the "
           "metadata says %" G_GUINT64_FORMAT, path, used + (guint64) c->has_zero, c->meta.count);
     goto out;
   }
@@ -474,14 +474,14 @@ blocks_stat (SedpCube *c, GError **error)
     if (stat (path, &st) != 0) {
       int e = errno;
       if (e == ENOENT)
-        return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: missing (the cube is incomplete)",
+        return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: missing (the cube is incomplete)",
                      path);
-      return fail (error, SEDP_CUBE_ERROR_IO, "%s: %s", path, g_strerror (e));
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_IO, "%s: %s", path, g_strerror (e));
     }
     if (!S_ISREG (st.st_mode))
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: not a regular file", path);
     if ((guint64) st.st_size != c->block_bytes[b])
-      return fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, the metadata "
+      return sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: %" G_GINT64_FORMAT " bytes, the metadata "
                    "says %" G_GUINT64_FORMAT " (%s)", path, (gint64) st.st_size,
                    c->block_bytes[b], (guint64) st.st_size < c->block_bytes[b] ? "truncated"
                                                                         : "trailing data");
@@ -514,7 +514,7 @@ block_read (SedpCube *c, guint b, int fd, guint8 *dest, GError **error)
     guint8 sum[CUBE_SUM_BYTES];
     crypto_generichash_final (&state, sum, CUBE_SUM_BYTES);
     if (sodium_memcmp (sum, c->block_sums[b], CUBE_SUM_BYTES) != 0)
-      ok = fail (error, SEDP_CUBE_ERROR_CORRUPT,
+      ok = sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT,
                  "%s: checksum mismatch (the values were modified or damaged)", path);
   }
 #if G_BYTE_ORDER == G_BIG_ENDIAN
@@ -863,14 +863,14 @@ sedp_cube_verify (const char *dir, GError **error)
       continue;
     const SedpCubeSlot *first = probe (c->slots, mask, cube_home (s->key, c->shift), s->key);
     if (first != s) {
-      ok = fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key %" G_GUINT64_FORMAT " in slot %"
+      ok = sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key %" G_GUINT64_FORMAT " in slot %"
                  G_GUINT64_FORMAT " is %s", path, s->key, i,
                  first ? "there twice" : "not reachable from its home slot");
       break;
     }
     guint64 v = (guint64) s->block * c->values_per_block + s->offset;
     if (used[v / 8] & (1u << (v % 8))) {
-      ok = fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key %" G_GUINT64_FORMAT " shares its "
+      ok = sedp_cube_fail (error, SEDP_CUBE_ERROR_CORRUPT, "%s: key %" G_GUINT64_FORMAT " shares its "
                  "values (block %u, value %u) with another key", path, s->key, s->block,
                  s->offset);
       break;
