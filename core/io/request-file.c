@@ -122,8 +122,8 @@ merge_kind (Feature *f, JsonNode *n, guint row, const char *where, const char *w
 }
 
 /* Builds a frame from @n_rows JSON objects (features by name). */
-static SedpFrame *
-frame_from_objects (JsonObject **rows, guint n_rows, const char *where, const char *what,
+SedpFrame *
+sedp_frame_from_json_objects (JsonObject **rows, guint n_rows, const char *where, const char *what,
                     GError **error)
 {
   g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);
@@ -269,13 +269,13 @@ sedp_request_from_json (const char *text, gssize length, const char *where, GErr
     }
     rows[i] = json_node_get_object (e);
   }
-  SedpFrame *item_frame = frame_from_objects (rows, n_items, where, "items", error);
+  SedpFrame *item_frame = sedp_frame_from_json_objects (rows, n_items, where, "items", error);
   if (item_frame == NULL)
     return NULL;
   SedpFrame *user_frame;
   if (un && JSON_NODE_HOLDS_OBJECT (un)) {
     JsonObject *uo = json_node_get_object (un);
-    user_frame = frame_from_objects (&uo, 1, where, "user", error);
+    user_frame = sedp_frame_from_json_objects (&uo, 1, where, "user", error);
     if (user_frame == NULL) {
       sedp_frame_unref (item_frame);
       return NULL;

@@ -29,6 +29,13 @@ typedef enum {
 SEDP_API SedpRequest *sedp_request_from_json (const char *text, gssize length, const char *where,
                                               GError **error);
 
+/* A frame of @n_rows rows from @rows (JSON objects of features by name), typed by the rules of
+ * sedp_request_from_json(); messages name "@where: @what[ROW].FEATURE". Shared with the serving
+ * protocol's decoder (protocol.c). */
+typedef struct _JsonObject JsonObject;
+SEDP_API SedpFrame *sedp_frame_from_json_objects (JsonObject **rows, guint n_rows, const char *where,
+                                                  const char *what, GError **error);
+
 /* Appends the result of a completed request as one JSON object (no newline). @outputs names the
  * columns to write per item; NULL or empty: every float32 column. */
 SEDP_API void sedp_result_write_json (SedpRequest *request, const char *const *outputs,

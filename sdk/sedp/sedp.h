@@ -6,6 +6,7 @@
 #include <sedp/frame.h>
 #include <sedp/macros.h>
 #include <sedp/metrics.h>
+#include <sedp/protocol.h>
 #include <sedp/query-cache.h>
 #include <sedp/request.h>
 #include <sedp/stage.h>

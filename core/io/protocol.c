@@ -1,0 +1,631 @@
+/* sedp — the serving protocol: PredictRequest (protobuf or JSON) → frames, result →
+ * PredictResponse. Features are turned into JSON values and typed by the JSON Lines reader's
+ * rules (sedp_frame_from_json_objects()), so both front ends type columns the same way. */
+#include "protocol.h"
+
+#include "request-file.h"
+#include "../runtime/frame-private.h"
+#include "sedp.pb-c.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+G_DEFINE_QUARK (sedp-protocol-error-quark, sedp_protocol_error)
+
+#define MAX_DEADLINE_MS 3600000u
+
+static gboolean G_GNUC_PRINTF (2, 3)
+invalid (GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  g_autofree char *msg = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, SEDP_PROTOCOL_ERROR, SEDP_PROTOCOL_ERROR_INVALID, "invalid request: %s", msg);
+  return FALSE;
+}
+
+void
+sedp_protocol_request_clear (SedpProtocolRequest *req)
+{
+  g_clear_pointer (&req->request_id, g_free);
+  g_clear_pointer (&req->items, sedp_frame_unref);
+  req->deadline_ms = req->top_k = 0;
+}
+
+/* ---- protobuf → JSON values ---- */
+
+static JsonNode *
+node_from_feature (const Sedp__Serving__Feature *f)
+{
+  JsonNode *n = NULL;
+  switch (f->value_case) {
+  case SEDP__SERVING__FEATURE__VALUE_INT_VALUE:
+    n = json_node_init_int (json_node_alloc (), f->int_value);
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_FLOAT_VALUE:
+    n = json_node_init_double (json_node_alloc (), f->float_value);
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_STRING_VALUE:
+    n = json_node_init_string (json_node_alloc (), f->string_value);
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_IDS: {
+    JsonArray *a = json_array_new ();
+    for (size_t i = 0; f->ids && i < f->ids->n_ids; i++)
+      json_array_add_int_element (a, (gint64) f->ids->ids[i]); /* bits kept: idlists are uint64 */
+    n = json_node_init_array (json_node_alloc (), a);
+    json_array_unref (a);
+    break;
+  }
+  case SEDP__SERVING__FEATURE__VALUE_FLOATS: {
+    JsonArray *a = json_array_new ();
+    for (size_t i = 0; f->floats && i < f->floats->n_values; i++)
+      json_array_add_double_element (a, f->floats->values[i]);
+    n = json_node_init_array (json_node_alloc (), a);
+    json_array_unref (a);
+    break;
+  }
+  default:
+    break;
+  }
+  return n;
+}
+
+static gboolean
+id_to_node (guint64 id, const char *path, JsonObject *row, const char *column, GError **error)
+{
+  if (id > (guint64) G_MAXINT64)
+    return invalid (error, "%s: %" G_GUINT64_FORMAT " does not fit the int64 column %s (ids up to "
+                    "2^63-1; send larger ids as an 'ids' feature, stored as uint64)", path, id, column);
+  json_object_set_int_member (row, column, (gint64) id);
+  return TRUE;
+}
+
+/* Rows of the request built from a protobuf message. */
+static gboolean
+rows_from_protobuf (const Sedp__Serving__PredictRequest *m, JsonObject *user, JsonObject **items,
+                    GError **error)
+{
+  if (m->user) {
+    if (!id_to_node (m->user->id, "user.id", user, "user_id", error))
+      return FALSE;
+    for (size_t k = 0; k < m->user->n_features; k++) {
+      const Sedp__Serving__User__FeaturesEntry *e = m->user->features[k];
+      if (e->value && e->value->value_case != SEDP__SERVING__FEATURE__VALUE__NOT_SET)
+        json_object_set_member (user, e->key, node_from_feature (e->value));
+    }
+  }
+  for (size_t i = 0; i < m->n_items; i++) {
+    const Sedp__Serving__Item *it = m->items[i];
+    for (size_t k = 0; k < it->n_features; k++) {
+      const Sedp__Serving__Item__FeaturesEntry *e = it->features[k];
+      if (e->value && e->value->value_case != SEDP__SERVING__FEATURE__VALUE__NOT_SET)
+        json_object_set_member (items[i], e->key, node_from_feature (e->value));
+    }
+    if (it->escore_present_case == SEDP__SERVING__ITEM__ESCORE_PRESENT_ESCORE)
+      json_object_set_double_member (items[i], "escore", it->escore);
+    g_autofree char *path = g_strdup_printf ("items[%zu].id", i);
+    if (!id_to_node (it->id, path, items[i], "item_id", error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- JSON ---- */
+
+static gboolean
+check_members (JsonObject *o, const char *const *known, const char *path, GError **error)
+{
+  g_autoptr (GList) members = json_object_get_members (o);
+  for (GList *l = members; l; l = l->next)
+    if (!g_strv_contains (known, l->data)) {
+      g_autofree char *list = g_strjoinv (", ", (char **) known);
+      return invalid (error, "%s%s%s: unknown field (expected %s)", path, *path ? "." : "",
+                      (const char *) l->data, list);
+    }
+  return TRUE;
+}
+
+static gboolean
+json_uint64 (JsonNode *n, const char *path, guint64 *out, GError **error)
+{
+  if (JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_INT64) {
+    gint64 v = json_node_get_int (n);
+    if (v < 0)
+      return invalid (error, "%s: %" G_GINT64_FORMAT " is negative", path, v);
+    *out = (guint64) v;
+    return TRUE;
+  }
+  if (JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_STRING) {
+    /* proto3's JSON form writes 64-bit integers as strings */
+    if (g_ascii_string_to_unsigned (json_node_get_string (n), 10, 0, G_MAXUINT64, out, NULL))
+      return TRUE;
+  }
+  return invalid (error, "%s: expected an unsigned 64-bit integer (a number, or a string of digits)",
+                  path);
+}
+
+/* One feature value: {"int_value": 1} (the oneof, as proto3 JSON writes it) or a bare value
+ * (1, 0.5, "s", [1, 2], [0.5, 1]) typed like a JSON Lines request. */
+static JsonNode *
+json_feature (JsonNode *n, const char *path, GError **error)
+{
+  if (!JSON_NODE_HOLDS_OBJECT (n)) {
+    if (JSON_NODE_HOLDS_ARRAY (n)) {
+      JsonArray *a = json_node_get_array (n);
+      for (guint k = 0; k < json_array_get_length (a); k++) {
+        JsonNode *e = json_array_get_element (a, k);
+        if (JSON_NODE_HOLDS_VALUE (e) && json_node_get_value_type (e) == G_TYPE_INT64 &&
+            json_node_get_int (e) < 0) {
+          invalid (error, "%s[%u]: %" G_GINT64_FORMAT " is negative (ids are unsigned)", path, k,
+                   json_node_get_int (e));
+          return NULL;
+        }
+      }
+    }
+    return json_node_copy (n);
+  }
+  JsonObject *o = json_node_get_object (n);
+  static const char *const kinds[] = {"int_value", "float_value", "string_value", "ids", "floats", NULL};
+  if (json_object_get_size (o) != 1) {
+    invalid (error, "%s: expected one of int_value, float_value, string_value, ids, floats", path);
+    return NULL;
+  }
+  if (!check_members (o, kinds, path, error))
+    return NULL;
+  g_autoptr (GList) members = json_object_get_members (o);
+  const char *kind = members->data;
+  JsonNode *v = json_object_get_member (o, kind);
+  GType t = JSON_NODE_HOLDS_VALUE (v) ? json_node_get_value_type (v) : G_TYPE_INVALID;
+  if (strcmp (kind, "int_value") == 0) {
+    if (t == G_TYPE_INT64)
+      return json_node_copy (v);
+    gint64 x;
+    if (t == G_TYPE_STRING && g_ascii_string_to_signed (json_node_get_string (v), 10, G_MININT64,
+                                                         G_MAXINT64, &x, NULL))
+      return json_node_init_int (json_node_alloc (), x);
+    invalid (error, "%s.int_value: expected an integer", path);
+    return NULL;
+  }
+  if (strcmp (kind, "float_value") == 0) {
+    if (t == G_TYPE_INT64 || t == G_TYPE_DOUBLE)
+      return json_node_init_double (json_node_alloc (), json_node_get_double (v));
+    invalid (error, "%s.float_value: expected a number", path);
+    return NULL;
+  }
+  if (strcmp (kind, "string_value") == 0) {
+    if (t == G_TYPE_STRING)
+      return json_node_copy (v);
+    invalid (error, "%s.string_value: expected a string", path);
+    return NULL;
+  }
+  /* ids / floats: an array, or {"ids": [...]} / {"values": [...]} as proto3 JSON writes them */
+  gboolean ids = strcmp (kind, "ids") == 0;
+  if (JSON_NODE_HOLDS_OBJECT (v)) {
+    JsonObject *inner = json_node_get_object (v);
+    const char *const inner_known[] = {ids ? "ids" : "values", NULL};
+    if (!check_members (inner, inner_known, path, error))
+      return NULL;
+    v = json_object_get_member (inner, inner_known[0]);
+  }
+  if (v == NULL || !JSON_NODE_HOLDS_ARRAY (v)) {
+    invalid (error, "%s.%s: expected an array of %s", path, kind, ids ? "ids" : "numbers");
+    return NULL;
+  }
+  JsonArray *a = json_node_get_array (v);
+  JsonArray *out = json_array_new ();
+  for (guint k = 0; k < json_array_get_length (a); k++) {
+    JsonNode *e = json_array_get_element (a, k);
+    g_autofree char *epath = g_strdup_printf ("%s.%s[%u]", path, kind, k);
+    if (ids) {
+      guint64 id;
+      if (!json_uint64 (e, epath, &id, error)) {
+        json_array_unref (out);
+        return NULL;
+      }
+      json_array_add_int_element (out, (gint64) id);
+    } else {
+      GType et = JSON_NODE_HOLDS_VALUE (e) ? json_node_get_value_type (e) : G_TYPE_INVALID;
+      if (et != G_TYPE_INT64 && et != G_TYPE_DOUBLE) {
+        json_array_unref (out);
+        invalid (error, "%s: expected a number", epath);
+        return NULL;
+      }
+      json_array_add_double_element (out, json_node_get_double (e));
+    }
+  }
+  JsonNode *res = json_node_init_array (json_node_alloc (), out);
+  json_array_unref (out);
+  return res;
+}
+
+static gboolean
+json_features (JsonObject *owner, const char *path, JsonObject *row, GError **error)
+{
+  JsonNode *fn = json_object_get_member (owner, "features");
+  if (fn == NULL || JSON_NODE_HOLDS_NULL (fn))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_OBJECT (fn))
+    return invalid (error, "%s.features: expected an object of features", path);
+  JsonObject *fo = json_node_get_object (fn);
+  g_autoptr (GList) members = json_object_get_members (fo);
+  for (GList *l = members; l; l = l->next) {
+    g_autofree char *fpath = g_strdup_printf ("%s.features.%s", path, (const char *) l->data);
+    JsonNode *v = json_feature (json_object_get_member (fo, l->data), fpath, error);
+    if (v == NULL)
+      return FALSE;
+    json_object_set_member (row, l->data, v);
+  }
+  return TRUE;
+}
+
+static gboolean
+json_id (JsonObject *owner, const char *path, JsonObject *row, const char *column, GError **error)
+{
+  JsonNode *n = json_object_get_member (owner, "id");
+  if (n == NULL)
+    return TRUE;
+  g_autofree char *ipath = g_strdup_printf ("%s.id", path);
+  guint64 id;
+  return json_uint64 (n, ipath, &id, error) && id_to_node (id, ipath, row, column, error);
+}
+
+static gboolean
+json_uint32 (JsonObject *o, const char *name, guint *out, GError **error)
+{
+  JsonNode *n = json_object_get_member (o, name);
+  if (n == NULL || JSON_NODE_HOLDS_NULL (n))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_INT64)
+    return invalid (error, "%s: expected an integer", name);
+  gint64 v = json_node_get_int (n);
+  if (v < 0 || v > G_MAXUINT32)
+    return invalid (error, "%s: %" G_GINT64_FORMAT " is out of range", name, v);
+  *out = (guint) v;
+  return TRUE;
+}
+
+/* Parses the JSON text into @m-like pieces: id, deadline, top_k and the rows. */
+static gboolean
+decode_json (const guint8 *data, gsize size, guint max_items, SedpProtocolRequest *out,
+             JsonObject *user, GPtrArray *rows, GError **error)
+{
+  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr (GError) local = NULL;
+  if (!json_parser_load_from_data (parser, (const char *) data, (gssize) size, &local))
+    return invalid (error, "invalid JSON: %s", local->message);
+  JsonNode *root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return invalid (error, "a request must be a JSON object");
+  JsonObject *obj = json_node_get_object (root);
+  static const char *const known[] = {"request_id", "user", "items", "deadline_ms", "top_k", NULL};
+  if (!check_members (obj, known, "", error))
+    return FALSE;
+  JsonNode *idn = json_object_get_member (obj, "request_id");
+  if (idn && !JSON_NODE_HOLDS_NULL (idn)) {
+    if (!JSON_NODE_HOLDS_VALUE (idn) || json_node_get_value_type (idn) != G_TYPE_STRING)
+      return invalid (error, "request_id: expected a string");
+    out->request_id = g_strdup (json_node_get_string (idn));
+  }
+  JsonNode *dn = json_object_get_member (obj, "deadline_ms");
+  if (dn && JSON_NODE_HOLDS_VALUE (dn) && json_node_get_value_type (dn) == G_TYPE_INT64 &&
+      json_node_get_int (dn) < 0)
+    return invalid (error, "deadline_ms: %" G_GINT64_FORMAT " is negative", json_node_get_int (dn));
+  if (!json_uint32 (obj, "deadline_ms", &out->deadline_ms, error) ||
+      !json_uint32 (obj, "top_k", &out->top_k, error))
+    return FALSE;
+  JsonNode *un = json_object_get_member (obj, "user");
+  if (un && !JSON_NODE_HOLDS_NULL (un)) {
+    if (!JSON_NODE_HOLDS_OBJECT (un))
+      return invalid (error, "user: expected an object with id and features");
+    JsonObject *uo = json_node_get_object (un);
+    static const char *const uknown[] = {"id", "features", NULL};
+    if (!check_members (uo, uknown, "user", error) || !json_id (uo, "user", user, "user_id", error) ||
+        !json_features (uo, "user", user, error))
+      return FALSE;
+  }
+  JsonNode *in = json_object_get_member (obj, "items");
+  if (in == NULL || !JSON_NODE_HOLDS_ARRAY (in))
+    return invalid (error, "items: expected an array of items");
+  JsonArray *items = json_node_get_array (in);
+  guint n = json_array_get_length (items);
+  if (n == 0)
+    return invalid (error, "items: a request needs at least one item");
+  if (n > max_items)
+    return invalid (error, "items: %u items, more than the limit of %u", n, max_items);
+  for (guint i = 0; i < n; i++) {
+    JsonNode *e = json_array_get_element (items, i);
+    g_autofree char *path = g_strdup_printf ("items[%u]", i);
+    if (!JSON_NODE_HOLDS_OBJECT (e))
+      return invalid (error, "%s: expected an object with id, features and escore", path);
+    JsonObject *io = json_node_get_object (e);
+    JsonObject *row = json_object_new ();
+    g_ptr_array_add (rows, row);
+    static const char *const iknown[] = {"id", "features", "escore", NULL};
+    if (!check_members (io, iknown, path, error) || !json_features (io, path, row, error))
+      return FALSE;
+    JsonNode *es = json_object_get_member (io, "escore");
+    if (es && !JSON_NODE_HOLDS_NULL (es)) {
+      GType t = JSON_NODE_HOLDS_VALUE (es) ? json_node_get_value_type (es) : G_TYPE_INVALID;
+      if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE)
+        return invalid (error, "%s.escore: expected a number", path);
+      json_object_set_double_member (row, "escore", json_node_get_double (es));
+    }
+    if (!json_id (io, path, row, "item_id", error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static SedpProtocolFormat
+resolve_format (const guint8 *data, gsize size, const char *content_type, GError **error)
+{
+  if (content_type == NULL || *content_type == '\0') {
+    for (gsize i = 0; i < size; i++)
+      if (!g_ascii_isspace (data[i]))
+        return data[i] == '{' ? SEDP_PROTOCOL_JSON : SEDP_PROTOCOL_PROTOBUF;
+    return SEDP_PROTOCOL_PROTOBUF;
+  }
+  g_autofree char *type = g_ascii_strdown (content_type, -1);
+  char *semi = strchr (type, ';');
+  if (semi)
+    *semi = '\0';
+  g_strstrip (type);
+  if (strcmp (type, "application/x-protobuf") == 0 || strcmp (type, "application/protobuf") == 0 ||
+      strcmp (type, "application/octet-stream") == 0)
+    return SEDP_PROTOCOL_PROTOBUF;
+  if (strcmp (type, "application/json") == 0)
+    return SEDP_PROTOCOL_JSON;
+  g_set_error (error, SEDP_PROTOCOL_ERROR, SEDP_PROTOCOL_ERROR_CONTENT_TYPE,
+               "invalid request: content type '%s' is neither " SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF
+               " nor " SEDP_PROTOCOL_CONTENT_TYPE_JSON, content_type);
+  return SEDP_PROTOCOL_AUTO;
+}
+
+gboolean
+sedp_protocol_decode_request (const guint8 *data, gsize size, const char *content_type,
+                              SedpProtocolFormat format, guint max_items, SedpFrame *request_frame,
+                              SedpProtocolRequest *out, GError **error)
+{
+  g_return_val_if_fail (out != NULL, FALSE);
+  memset (out, 0, sizeof *out);
+  if (max_items == 0)
+    max_items = SEDP_PROTOCOL_DEFAULT_MAX_ITEMS;
+  if (format == SEDP_PROTOCOL_AUTO)
+    format = resolve_format (data, size, content_type, error);
+  if (format == SEDP_PROTOCOL_AUTO)
+    return FALSE;
+  g_autoptr (JsonObject) user = json_object_new ();
+  g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  gboolean ok;
+  if (format == SEDP_PROTOCOL_JSON) {
+    ok = decode_json (data, size, max_items, out, user, rows, error);
+  } else {
+    Sedp__Serving__PredictRequest *m = sedp__serving__predict_request__unpack (NULL, size, data);
+    if (m == NULL) {
+      ok = invalid (error, "not a valid protobuf PredictRequest (truncated or malformed, %zu bytes)",
+                    size);
+    } else if (m->n_items == 0) {
+      ok = invalid (error, "items: a request needs at least one item");
+    } else if (m->n_items > max_items) {
+      ok = invalid (error, "items: %zu items, more than the limit of %u", m->n_items, max_items);
+    } else {
+      for (size_t i = 0; i < m->n_items; i++)
+        g_ptr_array_add (rows, json_object_new ());
+      out->request_id = *m->request_id ? g_strdup (m->request_id) : NULL;
+      out->deadline_ms = m->deadline_ms;
+      out->top_k = m->top_k;
+      ok = rows_from_protobuf (m, user, (JsonObject **) rows->pdata, error);
+    }
+    if (m)
+      sedp__serving__predict_request__free_unpacked (m, NULL);
+  }
+  if (ok && out->deadline_ms > MAX_DEADLINE_MS)
+    ok = invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
+  if (ok && out->top_k > rows->len)
+    out->top_k = rows->len;
+  if (ok) {
+    g_autoptr (GError) local = NULL;
+    out->items = sedp_frame_from_json_objects ((JsonObject **) rows->pdata, rows->len, "request",
+                                               "items", &local);
+    SedpFrame *uf = NULL;
+    if (out->items && request_frame) {
+      JsonObject *u = user;
+      uf = sedp_frame_from_json_objects (&u, 1, "request", "user", &local);
+      if (uf) {
+        sedp_frame_merge_columns (request_frame, uf);
+        sedp_frame_unref (uf);
+      }
+    }
+    if (local) {
+      /* "request: items[3].x: …" → "invalid request: items[3].features.x: …" */
+      const char *msg = g_str_has_prefix (local->message, "request: ") ? local->message + 9 : local->message;
+      ok = invalid (error, "%s", msg);
+    }
+  }
+  if (!ok)
+    sedp_protocol_request_clear (out);
+  return ok;
+}
+
+/* ---- responses ---- */
+
+static Sedp__Serving__PredictResponse__Status
+response_status (SedpStatus s, const char *message)
+{
+  switch (s) {
+  case SEDP_STATUS_OK:
+    return SEDP__SERVING__PREDICT_RESPONSE__STATUS__OK;
+  case SEDP_STATUS_PARTIAL:
+    return SEDP__SERVING__PREDICT_RESPONSE__STATUS__PARTIAL;
+  case SEDP_STATUS_TIMEOUT:
+    return SEDP__SERVING__PREDICT_RESPONSE__STATUS__TIMEOUT;
+  case SEDP_STATUS_OVERLOADED:
+  case SEDP_STATUS_CANCELLED:
+    return SEDP__SERVING__PREDICT_RESPONSE__STATUS__OVERLOADED;
+  default:
+    return message && strstr (message, "invalid request: ")
+               ? SEDP__SERVING__PREDICT_RESPONSE__STATUS__INVALID
+               : SEDP__SERVING__PREDICT_RESPONSE__STATUS__FAILED;
+  }
+}
+
+static Sedp__Serving__ItemResult__Status
+item_status (SedpItemStatus s)
+{
+  switch (s) {
+  case SEDP_ITEM_SCORED:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__SCORED;
+  case SEDP_ITEM_DROPPED:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__DROPPED;
+  case SEDP_ITEM_CACHED:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__CACHED;
+  case SEDP_ITEM_FAILED:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__FAILED;
+  default:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__PENDING;
+  }
+}
+
+typedef struct {
+  guint index;
+  float score;
+} Ranked;
+
+static int
+ranked_cmp (const void *a, const void *b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->score != y->score)
+    return x->score > y->score ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+GBytes *
+sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
+                               const char *model_version, guint top_k, SedpProtocolFormat format)
+{
+  const SedpResult *res = sedp_request_get_result (request);
+  g_return_val_if_fail (res != NULL, NULL);
+  gboolean all_float = outputs == NULL || outputs[0] == NULL;
+  guint n = sedp_result_get_n_items (res);
+  Sedp__Serving__PredictResponse resp = SEDP__SERVING__PREDICT_RESPONSE__INIT;
+  resp.request_id = (char *) sedp_request_get_id (request);
+  resp.message = (char *) (sedp_result_get_message (res) ? sedp_result_get_message (res) : "");
+  resp.status = response_status (sedp_result_get_status (res), sedp_result_get_message (res));
+  resp.model_version = (char *) (model_version ? model_version : "");
+  g_autofree Sedp__Serving__ItemResult *items = g_new0 (Sedp__Serving__ItemResult, MAX (n, 1));
+  g_autofree Sedp__Serving__ItemResult **item_ptrs = g_new0 (Sedp__Serving__ItemResult *, MAX (n, 1));
+  g_autoptr (GArray) scores = g_array_new (FALSE, FALSE, sizeof (float));
+  g_autofree gsize *first = g_new0 (gsize, n + 1);
+  g_autoptr (GArray) ranked = g_array_new (FALSE, FALSE, sizeof (Ranked));
+  for (guint i = 0; i < n; i++) {
+    Sedp__Serving__ItemResult *ir = &items[i];
+    sedp__serving__item_result__init (ir);
+    item_ptrs[i] = ir;
+    SedpItemStatus st = sedp_result_get_item_status (res, i);
+    ir->status = item_status (st);
+    const char *msg = sedp_result_get_item_message (res, i);
+    ir->message = (char *) (msg ? msg : "");
+    guint row = 0;
+    const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+    first[i] = scores->len;
+    if (f == NULL)
+      continue;
+    const SedpColumn *idc = sedp_frame_get_column (f, "item_id");
+    if (idc && sedp_column_get_column_type (idc) == SEDP_COLUMN_INT64)
+      ir->id = (guint64) sedp_column_get_int64 (idc)[sedp_column_is_broadcast (idc) ? 0 : row];
+    if (st != SEDP_ITEM_SCORED && st != SEDP_ITEM_CACHED)
+      continue;
+    guint n_out = all_float ? sedp_frame_get_n_columns (f) : g_strv_length ((char **) outputs);
+    for (guint c = 0; c < n_out; c++) {
+      const SedpColumn *col = all_float ? sedp_frame_get_column_at (f, c)
+                                        : sedp_frame_get_column (f, outputs[c]);
+      if (col == NULL || sedp_column_get_column_type (col) != SEDP_COLUMN_FLOAT32)
+        continue;
+      if (all_float && (sedp_column_is_broadcast (col) ||
+                        strcmp (sedp_column_get_name (col), "escore") == 0))
+        continue;
+      guint w = sedp_column_get_width (col), r = sedp_column_is_broadcast (col) ? 0 : row;
+      g_array_append_vals (scores, sedp_column_get_float32 (col) + (gsize) r * w, w);
+    }
+    if (scores->len > first[i]) {
+      Ranked rk = {i, g_array_index (scores, float, first[i])};
+      if (isnan (rk.score))
+        rk.score = -INFINITY;
+      g_array_append_val (ranked, rk);
+    }
+  }
+  for (guint i = 0; i < n; i++) {
+    gsize end = i + 1 < n ? first[i + 1] : scores->len;
+    items[i].n_scores = end - first[i];
+    items[i].scores = items[i].n_scores ? &g_array_index (scores, float, first[i]) : NULL;
+  }
+  resp.n_items = n;
+  resp.items = item_ptrs;
+  g_autofree guint32 *top = NULL;
+  if (top_k > 0) {
+    qsort (ranked->data, ranked->len, sizeof (Ranked), ranked_cmp);
+    resp.n_top_k = MIN (top_k, ranked->len);
+    top = g_new0 (guint32, MAX (resp.n_top_k, 1));
+    for (gsize k = 0; k < resp.n_top_k; k++)
+      top[k] = g_array_index (ranked, Ranked, k).index;
+    resp.top_k = top;
+  }
+  if (format != SEDP_PROTOCOL_JSON) {
+    gsize len = sedp__serving__predict_response__get_packed_size (&resp);
+    guint8 *buf = g_malloc (MAX (len, 1));
+    sedp__serving__predict_response__pack (&resp, buf);
+    return g_bytes_new_take (buf, len);
+  }
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "request_id");
+  json_builder_add_string_value (b, resp.request_id);
+  json_builder_set_member_name (b, "status");
+  json_builder_add_string_value (
+      b, sedp__serving__predict_response__status__descriptor.values[resp.status].name);
+  if (*resp.message) {
+    json_builder_set_member_name (b, "message");
+    json_builder_add_string_value (b, resp.message);
+  }
+  json_builder_set_member_name (b, "model_version");
+  json_builder_add_string_value (b, resp.model_version);
+  json_builder_set_member_name (b, "items");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < n; i++) {
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "id");
+    json_builder_add_int_value (b, (gint64) items[i].id);
+    json_builder_set_member_name (b, "scores");
+    json_builder_begin_array (b);
+    for (gsize k = 0; k < items[i].n_scores; k++)
+      json_builder_add_double_value (b, isfinite (items[i].scores[k]) ? items[i].scores[k] : 0.0);
+    json_builder_end_array (b);
+    json_builder_set_member_name (b, "status");
+    json_builder_add_string_value (
+        b, sedp__serving__item_result__status__descriptor.values[items[i].status].name);
+    if (*items[i].message) {
+      json_builder_set_member_name (b, "message");
+      json_builder_add_string_value (b, items[i].message);
+    }
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  if (resp.n_top_k) {
+    json_builder_set_member_name (b, "top_k");
+    json_builder_begin_array (b);
+    for (gsize k = 0; k < resp.n_top_k; k++)
+      json_builder_add_int_value (b, resp.top_k[k]);
+    json_builder_end_array (b);
+  }
+  json_builder_end_object (b);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  gsize len = 0;
+  char *text = json_generator_to_data (gen, &len);
+  return g_bytes_new_take (text, len);
+}
