@@ -280,9 +280,11 @@ test_inspect_list (void)
   ASSERT_EXIT (r, 0);
   CU_ASSERT_STRING_EQUAL (r.err, "");
   g_auto (GStrv) lines = g_strsplit (r.out, "\n", -1);
-  const char *const names[] = {"cube_accessor",   "data_reader", "fault_injector", "model_inference",
-                               "passthrough",     "query_cache", "synthetic_work"};
-  CU_ASSERT_FATAL (g_strv_length (lines) >= 9);
+  const char *const names[] = {"cube_accessor",     "data_reader",     "fault_injector",
+                               "feature_processor", "model_inference", "passthrough",
+                               "query_cache",       "synthetic_work"};
+  const guint n = G_N_ELEMENTS (names);
+  CU_ASSERT_FATAL (g_strv_length (lines) >= n + 2);
   for (guint i = 0; i < G_N_ELEMENTS (names); i++) {
     g_autofree char *prefix = g_strdup_printf ("%-20s ", names[i]);
     if (!g_str_has_prefix (lines[i], prefix))
@@ -290,9 +292,9 @@ test_inspect_list (void)
     CU_ASSERT_TRUE (g_str_has_prefix (lines[i], prefix));
     CU_ASSERT (strlen (lines[i]) > strlen (prefix)); /* the description follows */
   }
-  CU_ASSERT_STRING_EQUAL (lines[7], "");
-  g_autofree char *summary = g_strdup_printf ("7 plugins on %s", SEDP_TEST_PLUGIN_DIR);
-  ASSERT_CONTAINS (lines[8], summary);
+  CU_ASSERT_STRING_EQUAL (lines[n], "");
+  g_autofree char *summary = g_strdup_printf ("%u plugins on %s", n, SEDP_TEST_PLUGIN_DIR);
+  ASSERT_CONTAINS (lines[n + 1], summary);
 }
 
 static void
@@ -304,7 +306,7 @@ test_inspect_warns_about_broken_modules (void)
   g_auto (Run) r;
   spawn_sedp_on (&r, path, "inspect", NULL);
   ASSERT_EXIT (r, 0);
-  ASSERT_CONTAINS (r.out, "7 plugins on ");
+  ASSERT_CONTAINS (r.out, "8 plugins on ");
   g_autofree char *warning = g_strdup_printf ("warning: %s: not a plugin", module);
   ASSERT_CONTAINS (r.err, warning);
   CU_ASSERT_EQUAL (count_lines (r.err), 1);
