@@ -17,6 +17,7 @@ static const Command commands[] = {
   {"inspect", sedp_cmd_inspect, "List plugins, or print one plugin's options"},
   {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth, split"},
   {"run", sedp_cmd_run, "Score a file of requests offline"},
+  {"serve", sedp_cmd_serve, "Serve pipelines over HTTP"},
 };
 
 void

@@ -1,0 +1,92 @@
+/* sedp serve — serve pipelines over HTTP (docs/serving.md). */
+#include "cli.h"
+
+#include "../server/server.h"
+
+#include <glib-unix.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+  SedpServer *server;
+  GMainLoop *loop;
+  guint drain_timeout_ms;
+  gboolean stopping;
+} ServeState;
+
+static gboolean
+on_signal (gpointer data)
+{
+  ServeState *st = data;
+  if (st->stopping)
+    return G_SOURCE_CONTINUE; /* a second signal while draining: keep draining */
+  st->stopping = TRUE;
+  fprintf (stderr, "sedp serve: draining in-flight requests\n");
+  sedp_server_shutdown (st->server, st->drain_timeout_ms);
+  g_main_loop_quit (st->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+int
+sedp_cmd_serve (int argc, char **argv)
+{
+  char *listen = NULL;
+  gint64 max_body = SEDP_SERVER_DEFAULT_MAX_BODY;
+  gint drain_timeout = 30;
+  const GOptionEntry entries[] = {
+    {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
+     "Address and port to listen on (default 127.0.0.1:8080; port 0 picks a free one)", "ADDR:PORT"},
+    {"max-body", 0, 0, G_OPTION_ARG_INT64, &max_body,
+     "Largest request body, in bytes (default 16 MiB); larger ones get 413", "BYTES"},
+    {"drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
+     "On SIGTERM/SIGINT, once the pipelines drained, the most seconds to wait for the last responses to be sent (default 30)", "SECONDS"},
+    G_OPTION_ENTRY_NULL,
+  };
+  if (!sedp_cli_parse ("serve", "PIPELINE… [--listen ADDR:PORT]",
+                       "Serves every PIPELINE (under its [pipeline] name) over HTTP: "
+                       "POST /v1/pipelines/NAME:predict, POST /v1/feedback, GET /healthz, "
+                       "GET /v1/pipelines and GET /metrics (see docs/serving.md). SIGTERM or SIGINT "
+                       "stops accepting requests, drains the ones in flight and exits 0.",
+                       entries, &argc, &argv))
+    return 2;
+  g_autofree char *address = listen ? listen : g_strdup ("127.0.0.1:8080");
+  if (argc < 2) {
+    sedp_cli_error ("serve", "expected at least one PIPELINE file (see --help)");
+    return 2;
+  }
+  if (max_body < 1 || max_body > G_MAXINT32) {
+    sedp_cli_error ("serve", "--max-body must be from 1 to 2147483647");
+    return 2;
+  }
+  if (drain_timeout < 0 || drain_timeout > 86400) {
+    sedp_cli_error ("serve", "--drain-timeout must be from 0 to 86400");
+    return 2;
+  }
+  g_auto (GStrv) path = sedp_registry_default_path ();
+  g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
+  g_autoptr (GError) error = NULL;
+  SedpServer *server = sedp_server_new ((gsize) max_body);
+  for (int i = 1; i < argc; i++)
+    if (!sedp_server_add_pipeline (server, argv[i], registry, &error))
+      break;
+  if (error == NULL)
+    sedp_server_listen (server, address, &error);
+  if (error) {
+    sedp_cli_error ("serve", error->message);
+    sedp_server_free (server);
+    return 1;
+  }
+  g_autofree char *host = g_strndup (address, (gsize) (strrchr (address, ':') - address));
+  fprintf (stderr, "sedp serve: listening on http://%s:%u\n", host, sedp_server_get_port (server));
+  ServeState st = {server, g_main_loop_new (NULL, FALSE), (guint) drain_timeout * 1000, FALSE};
+  guint s1 = g_unix_signal_add (SIGTERM, on_signal, &st);
+  guint s2 = g_unix_signal_add (SIGINT, on_signal, &st);
+  g_main_loop_run (st.loop);
+  g_source_remove (s1);
+  g_source_remove (s2);
+  g_main_loop_unref (st.loop);
+  sedp_server_free (server);
+  fprintf (stderr, "sedp serve: stopped\n");
+  return 0;
+}

@@ -1,0 +1,624 @@
+/* sedp — the HTTP front end: libsoup 3 in the main loop, pipelines on their own threads.
+ *
+ * A predict request is paused while its pipeline runs it; the completion callback (a runtime
+ * thread) hands the request back to the main context, where the response is encoded and the
+ * message unpaused: SoupServerMessage is only touched from the main context. */
+#include "server.h"
+
+#include "../io/protocol.h"
+
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+#include <sedp/query-cache.h>
+#include <string.h>
+
+typedef struct {
+  char *name;
+  char *path;
+  SedpPipeline *pipeline;
+  char **outputs;          /* the pipeline's outputs (NULL-terminated, maybe empty) */
+} Served;
+
+struct _SedpServer {
+  SoupServer *soup;
+  GMainContext *context;
+  gsize max_body;
+  GPtrArray *served;       /* Served*, in the order added */
+  gboolean draining;
+  gint drained;            /* set by the drain thread once every pipeline stopped */
+  guint n_open;            /* predict messages paused or being written */
+  guint64 next_id;
+  guint port;
+};
+
+/* One predict request in flight. */
+typedef struct {
+  SedpServer *server;
+  Served *served;
+  SoupServerMessage *msg;  /* referenced */
+  SedpRequest *request;    /* referenced */
+  SedpProtocolFormat format;
+} Pending;
+
+static void
+served_free (gpointer p)
+{
+  Served *s = p;
+  sedp_pipeline_free (s->pipeline);
+  g_strfreev (s->outputs);
+  g_free (s->name);
+  g_free (s->path);
+  g_free (s);
+}
+
+static Served *
+find_served (SedpServer *server, const char *name, gsize len)
+{
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    if (strlen (s->name) == len && strncmp (s->name, name, len) == 0)
+      return s;
+  }
+  return NULL;
+}
+
+/* ---- responses ---- */
+
+static void
+respond_text (SoupServerMessage *msg, guint status, const char *text)
+{
+  soup_server_message_set_status (msg, status, NULL);
+  g_autofree char *body = g_strdup_printf ("%s\n", text);
+  soup_server_message_set_response (msg, "text/plain; charset=utf-8", SOUP_MEMORY_TAKE,
+                                    g_steal_pointer (&body), strlen (text) + 1);
+}
+
+/* An error: {"error": {"code": STATUS, "message": TEXT}}. */
+static void
+respond_error (SoupServerMessage *msg, guint status, const char *message)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "error");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "code");
+  json_builder_add_int_value (b, status);
+  json_builder_set_member_name (b, "message");
+  json_builder_add_string_value (b, message);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  char *text = json_to_string (root, FALSE);
+  soup_server_message_set_status (msg, status, NULL);
+  soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_TAKE, text, strlen (text));
+}
+
+static void
+respond_json (SoupServerMessage *msg, JsonBuilder *b)
+{
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  char *text = json_to_string (root, TRUE);
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_TAKE, text, strlen (text));
+}
+
+static void
+method_not_allowed (SoupServerMessage *msg, const char *allow)
+{
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow", allow);
+  g_autofree char *m = g_strdup_printf ("method %s not allowed (allowed: %s)",
+                                        soup_server_message_get_method (msg), allow);
+  respond_error (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, m);
+}
+
+static void
+unavailable (SoupServerMessage *msg, const char *why)
+{
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Retry-After", "1");
+  respond_error (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, why);
+}
+
+/* ---- predict ---- */
+
+static void
+on_message_finished (SoupServerMessage *msg, gpointer user_data)
+{
+  SedpServer *server = user_data;
+  g_signal_handlers_disconnect_by_func (msg, on_message_finished, user_data);
+  server->n_open--;
+}
+
+/* In the main context: encodes the result and unpauses the message. */
+static gboolean
+deliver (gpointer data)
+{
+  Pending *p = data;
+  const SedpResult *res = sedp_request_get_result (p->request);
+  SedpStatus status = sedp_result_get_status (res);
+  const char *message = sedp_result_get_message (res);
+  if (status == SEDP_STATUS_FAILED) {
+    if (message && strstr (message, "invalid request: "))
+      respond_error (p->msg, SOUP_STATUS_BAD_REQUEST, message);
+    else
+      respond_error (p->msg, SOUP_STATUS_INTERNAL_SERVER_ERROR, message ? message : "request failed");
+  } else {
+    guint top_k = GPOINTER_TO_UINT (sedp_request_get_data (p->request, "data_reader.top_k"));
+    g_autoptr (GBytes) body = sedp_protocol_encode_response (
+        p->request, (const char *const *) p->served->outputs, NULL, top_k, p->format);
+    guint code = status == SEDP_STATUS_TIMEOUT ? SOUP_STATUS_GATEWAY_TIMEOUT : SOUP_STATUS_OK;
+    soup_server_message_set_status (p->msg, code, NULL);
+    gsize size;
+    const char *data_ = g_bytes_get_data (body, &size);
+    soup_server_message_set_response (p->msg,
+                                      p->format == SEDP_PROTOCOL_JSON
+                                          ? SEDP_PROTOCOL_CONTENT_TYPE_JSON
+                                          : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF,
+                                      SOUP_MEMORY_COPY, data_, size);
+  }
+  soup_server_message_unpause (p->msg);
+  g_object_unref (p->msg);
+  sedp_request_unref (p->request);
+  g_free (p);
+  return G_SOURCE_REMOVE;
+}
+
+/* In a runtime thread: hands the request to the main context. */
+static void
+on_request_done (SedpRequest *request, gpointer user_data)
+{
+  Pending *p = user_data;
+  g_main_context_invoke (p->server->context, deliver, p);
+}
+
+/* Before the body is read: refuses a body declared over the limit. */
+static void
+early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query,
+               gpointer user_data)
+{
+  SedpServer *server = user_data;
+  SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
+  if (soup_message_headers_get_encoding (h) == SOUP_ENCODING_CONTENT_LENGTH &&
+      (guint64) soup_message_headers_get_content_length (h) > server->max_body) {
+    g_autofree char *m = g_strdup_printf ("the body (%" G_GINT64_FORMAT " bytes) is over the limit "
+                                          "of %" G_GSIZE_FORMAT " bytes",
+                                          soup_message_headers_get_content_length (h), server->max_body);
+    soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
+  }
+}
+
+static void
+handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
+{
+  if (strcmp (soup_server_message_get_method (msg), SOUP_METHOD_POST) != 0) {
+    method_not_allowed (msg, "POST");
+    return;
+  }
+  if (server->draining) {
+    unavailable (msg, "the server is shutting down");
+    return;
+  }
+  SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
+  const char *ct = soup_message_headers_get_content_type (h, NULL);
+  SedpProtocolFormat format;
+  if (ct && g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF) == 0)
+    format = SEDP_PROTOCOL_PROTOBUF;
+  else if (ct && g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_JSON) == 0)
+    format = SEDP_PROTOCOL_JSON;
+  else {
+    g_autofree char *m = g_strdup_printf ("content type '%s' is not supported: use %s or %s",
+                                          ct ? ct : "(none)", SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF,
+                                          SEDP_PROTOCOL_CONTENT_TYPE_JSON);
+    respond_error (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, m);
+    return;
+  }
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  if ((guint64) body->length > server->max_body) {
+    g_autofree char *m = g_strdup_printf ("the body (%" G_GINT64_FORMAT " bytes) is over the limit "
+                                          "of %" G_GSIZE_FORMAT " bytes", body->length, server->max_body);
+    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
+    return;
+  }
+  g_autoptr (GBytes) payload = soup_message_body_flatten (body);
+  g_autofree char *id = g_strdup_printf ("http-%" G_GUINT64_FORMAT, ++server->next_id);
+  SedpRequest *request = sedp_request_new (id, 0);
+  sedp_request_set_payload (request, payload,
+                            format == SEDP_PROTOCOL_JSON ? SEDP_PROTOCOL_CONTENT_TYPE_JSON
+                                                         : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
+  Pending *p = g_new0 (Pending, 1);
+  p->server = server;
+  p->served = served;
+  p->msg = g_object_ref (msg);
+  p->request = request;
+  p->format = format;
+  /* Paused before submitting: the completion may be delivered before submit returns. */
+  soup_server_message_pause (msg);
+  SedpStatus s = sedp_pipeline_submit (served->pipeline, request, on_request_done, p);
+  if (s != SEDP_STATUS_OK) {
+    soup_server_message_unpause (msg);
+    g_object_unref (p->msg);
+    sedp_request_unref (request);
+    g_free (p);
+    unavailable (msg, s == SEDP_STATUS_OVERLOADED ? "overloaded: the pipeline's queue is full"
+                                                  : "the pipeline is stopping");
+    return;
+  }
+  server->n_open++;
+  g_signal_connect (msg, "finished", G_CALLBACK (on_message_finished), server);
+}
+
+/* ---- other endpoints ---- */
+
+static void
+handle_feedback (SedpServer *server, SoupServerMessage *msg)
+{
+  if (strcmp (soup_server_message_get_method (msg), SOUP_METHOD_POST) != 0) {
+    method_not_allowed (msg, "POST");
+    return;
+  }
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  if ((guint64) body->length > server->max_body) {
+    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "the body is over the limit");
+    return;
+  }
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  if (!json_parser_load_from_data (parser, body->data ? body->data : "", body->length, &error)) {
+    g_autofree char *m = g_strdup_printf ("invalid feedback: invalid JSON: %s", error->message);
+    respond_error (msg, SOUP_STATUS_BAD_REQUEST, m);
+    return;
+  }
+  JsonNode *root = json_parser_get_root (parser);
+  JsonNode *uid = root && JSON_NODE_HOLDS_OBJECT (root)
+                      ? json_object_get_member (json_node_get_object (root), "user_id")
+                      : NULL;
+  guint64 user = 0;
+  gboolean ok = FALSE;
+  if (uid && JSON_NODE_HOLDS_VALUE (uid)) {
+    if (json_node_get_value_type (uid) == G_TYPE_INT64 && json_node_get_int (uid) >= 0) {
+      user = (guint64) json_node_get_int (uid);
+      ok = TRUE;
+    } else if (json_node_get_value_type (uid) == G_TYPE_STRING) {
+      ok = g_ascii_string_to_unsigned (json_node_get_string (uid), 10, 0, G_MAXUINT64, &user, NULL);
+    }
+  }
+  if (!ok) {
+    respond_error (msg, SOUP_STATUS_BAD_REQUEST,
+                   "invalid feedback: user_id: expected a non-negative integer");
+    return;
+  }
+  guint n = sedp_query_cache_invalidate_user_everywhere (user);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "user_id");
+  json_builder_add_int_value (b, (gint64) user);
+  json_builder_set_member_name (b, "invalidated");
+  json_builder_add_int_value (b, n);
+  json_builder_end_object (b);
+  respond_json (msg, b);
+}
+
+static const char *
+scope_name (SedpScope s)
+{
+  return s == SEDP_SCOPE_REQUEST ? "request" : "item";
+}
+
+static void
+handle_list (SedpServer *server, SoupServerMessage *msg)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_array (b);
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    const SedpGraph *g = sedp_pipeline_get_graph (s->pipeline);
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "name");
+    json_builder_add_string_value (b, s->name);
+    json_builder_set_member_name (b, "path");
+    json_builder_add_string_value (b, s->path);
+    json_builder_set_member_name (b, "state");
+    json_builder_add_string_value (b, server->draining ? "draining" : "running");
+    json_builder_set_member_name (b, "deadline_ms");
+    json_builder_add_int_value (b, g->spec->deadline_ms);
+    json_builder_set_member_name (b, "inflight");
+    json_builder_add_int_value (b, sedp_pipeline_get_inflight (s->pipeline));
+    json_builder_set_member_name (b, "plugins");
+    json_builder_begin_array (b);
+    g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+    for (guint k = 0; k < g->n_nodes; k++) {
+      const char *plugin = g->nodes[g->topo[k]].spec->plugin;
+      if (g_hash_table_add (seen, (gpointer) plugin))
+        json_builder_add_string_value (b, plugin);
+    }
+    json_builder_end_array (b);
+    json_builder_set_member_name (b, "stages");
+    json_builder_begin_array (b);
+    for (guint k = 0; k < g->n_nodes; k++) {
+      const SedpGraphNode *n = &g->nodes[g->topo[k]];
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, n->spec->name);
+      json_builder_set_member_name (b, "plugin");
+      json_builder_add_string_value (b, n->spec->plugin);
+      json_builder_set_member_name (b, "scope");
+      json_builder_add_string_value (b, scope_name (n->scope));
+      json_builder_set_member_name (b, "after");
+      json_builder_begin_array (b);
+      for (char **a = n->spec->after; a && *a; a++)
+        json_builder_add_string_value (b, *a);
+      json_builder_end_array (b);
+      json_builder_set_member_name (b, "options");
+      json_builder_begin_object (b);
+      for (guint o = 0; n->spec->option_keys && n->spec->option_keys[o]; o++) {
+        json_builder_set_member_name (b, n->spec->option_keys[o]);
+        json_builder_add_string_value (b, n->spec->option_values[o]);
+      }
+      json_builder_end_object (b);
+      json_builder_end_object (b);
+    }
+    json_builder_end_array (b);
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  respond_json (msg, b);
+}
+
+static void
+free_gstring (gpointer s)
+{
+  g_string_free (s, TRUE);
+}
+
+/* Every pipeline's metrics with a pipeline="NAME" label, each family (HELP, TYPE, samples) once. */
+static void
+handle_metrics (SedpServer *server, SoupServerMessage *msg)
+{
+  g_autoptr (GPtrArray) order = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GHashTable) families = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) texts = g_ptr_array_new_with_free_func (free_gstring);
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    g_autoptr (GString) text = g_string_new (NULL);
+    sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (s->pipeline), text);
+    g_autofree char *label = g_strdup_printf ("{pipeline=\"%s\",", s->name);
+    g_string_replace (text, "{", label, 0);
+    g_auto (GStrv) lines = g_strsplit (text->str, "\n", -1);
+    GString *family = NULL;
+    for (char **l = lines; *l; l++) {
+      if (**l == '\0')
+        continue;
+      if (g_str_has_prefix (*l, "# HELP ") || g_str_has_prefix (*l, "# TYPE ")) {
+        const char *name = *l + 7;
+        const char *end = strchr (name, ' ');
+        g_autofree char *key = g_strndup (name, end ? (gsize) (end - name) : strlen (name));
+        family = g_hash_table_lookup (families, key);
+        if (family == NULL) {
+          family = g_string_new (NULL);
+          g_ptr_array_add (order, g_strdup (key));
+          g_ptr_array_add (texts, family);
+          g_hash_table_insert (families, g_steal_pointer (&key), family);
+        }
+        if (strstr (family->str, *l) == NULL)
+          g_string_append_printf (family, "%s\n", *l);
+        continue;
+      }
+      if (family)
+        g_string_append_printf (family, "%s\n", *l);
+    }
+  }
+  GString *out = g_string_new (NULL);
+  for (guint i = 0; i < order->len; i++) {
+    GString *f = g_hash_table_lookup (families, order->pdata[i]);
+    g_string_append_len (out, f->str, (gssize) f->len);
+  }
+  g_autoptr (GString) stats = g_string_new (NULL);
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    g_autoptr (GString) st = g_string_new (NULL);
+    sedp_pipeline_collect_stats (s->pipeline, st);
+    g_auto (GStrv) lines = g_strsplit (st->str, "\n", -1);
+    for (char **l = lines; *l; l++)
+      if (**l)
+        g_string_append_printf (out, "# stats: pipeline=%s %s\n", s->name, *l);
+  }
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  gsize len = out->len;
+  soup_server_message_set_response (msg, "text/plain; version=0.0.4; charset=utf-8",
+                                    SOUP_MEMORY_TAKE, g_string_free (out, FALSE), len);
+}
+
+static void
+handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query,
+         gpointer user_data)
+{
+  SedpServer *server = user_data;
+  if (soup_server_message_get_status (msg) != 0)
+    return; /* answered by the early handler */
+  const char *method = soup_server_message_get_method (msg);
+  if (g_str_has_prefix (path, "/v1/pipelines/")) {
+    const char *name = path + strlen ("/v1/pipelines/");
+    const char *colon = strrchr (name, ':');
+    if (colon == NULL || strcmp (colon, ":predict") != 0) {
+      g_autofree char *m = g_strdup_printf ("no such endpoint: %s (expected /v1/pipelines/NAME:predict)", path);
+      respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+      return;
+    }
+    Served *s = find_served (server, name, (gsize) (colon - name));
+    if (s == NULL) {
+      g_autofree char *n = g_strndup (name, (gsize) (colon - name));
+      g_autofree char *m = g_strdup_printf ("no pipeline named '%s'", n);
+      respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+      return;
+    }
+    handle_predict (server, msg, s);
+  } else if (strcmp (path, "/v1/feedback") == 0) {
+    handle_feedback (server, msg);
+  } else if (strcmp (path, "/healthz") == 0 || strcmp (path, "/v1/pipelines") == 0 ||
+             strcmp (path, "/metrics") == 0) {
+    if (strcmp (method, SOUP_METHOD_GET) != 0 && strcmp (method, SOUP_METHOD_HEAD) != 0) {
+      method_not_allowed (msg, "GET, HEAD");
+      return;
+    }
+    if (path[1] == 'h') {
+      if (server->draining)
+        unavailable (msg, "the server is shutting down");
+      else
+        respond_text (msg, SOUP_STATUS_OK, "ok");
+    } else if (path[1] == 'v')
+      handle_list (server, msg);
+    else
+      handle_metrics (server, msg);
+  } else {
+    g_autofree char *m = g_strdup_printf ("no such endpoint: %s", path);
+    respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+  }
+}
+
+/* ---- the server ---- */
+
+SedpServer *
+sedp_server_new (gsize max_body)
+{
+  SedpServer *server = g_new0 (SedpServer, 1);
+  server->max_body = max_body ? max_body : SEDP_SERVER_DEFAULT_MAX_BODY;
+  server->context = g_main_context_ref_thread_default ();
+  server->served = g_ptr_array_new_with_free_func (served_free);
+  server->soup = soup_server_new ("server-header", "sedp ", NULL);
+  soup_server_add_early_handler (server->soup, NULL, early_handler, server, NULL);
+  soup_server_add_handler (server->soup, NULL, handler, server, NULL);
+  return server;
+}
+
+gboolean
+sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *registry,
+                          GError **error)
+{
+  SedpGraph *graph = sedp_graph_load (path, registry, error);
+  if (graph == NULL)
+    return FALSE;
+  const char *name = graph->spec->name;
+  g_autofree char *fallback = NULL;
+  if (name == NULL || *name == '\0') {
+    g_autofree char *base = g_path_get_basename (path);
+    char *dot = strrchr (base, '.');
+    if (dot)
+      *dot = '\0';
+    name = fallback = g_strdup (base);
+  }
+  if (find_served (server, name, strlen (name))) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s: a pipeline named '%s' is served already",
+                 path, name);
+    sedp_graph_free (graph);
+    return FALSE;
+  }
+  Served *s = g_new0 (Served, 1);
+  s->name = g_strdup (name);
+  s->path = g_strdup (path);
+  s->outputs = g_strdupv (graph->spec->outputs);
+  s->pipeline = sedp_pipeline_new (graph, error);
+  if (s->pipeline == NULL || !sedp_pipeline_start (s->pipeline, error)) {
+    served_free (s);
+    return FALSE;
+  }
+  g_ptr_array_add (server->served, s);
+  return TRUE;
+}
+
+gboolean
+sedp_server_listen (SedpServer *server, const char *address, GError **error)
+{
+  const char *colon = strrchr (address, ':');
+  guint64 port = 0;
+  if (colon == NULL || colon == address ||
+      !g_ascii_string_to_unsigned (colon + 1, 10, 0, 65535, &port, NULL)) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                 "--listen '%s': expected ADDR:PORT (a port from 0 to 65535)", address);
+    return FALSE;
+  }
+  g_autofree char *host = g_strndup (address, (gsize) (colon - address));
+  if (host[0] == '[' && host[strlen (host) - 1] == ']') {
+    memmove (host, host + 1, strlen (host));
+    host[strlen (host) - 1] = '\0';
+  }
+  g_autoptr (GInetAddress) ia = g_inet_address_new_from_string (host);
+  if (ia == NULL) {
+    if (strcmp (host, "localhost") == 0)
+      ia = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+    else {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "--listen '%s': '%s' is not an IP address", address, host);
+      return FALSE;
+    }
+  }
+  g_autoptr (GSocketAddress) sa = g_inet_socket_address_new (ia, (guint16) port);
+  if (!soup_server_listen (server->soup, sa, 0, error))
+    return FALSE;
+  GSList *uris = soup_server_get_uris (server->soup);
+  if (uris)
+    server->port = (guint) g_uri_get_port (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  return TRUE;
+}
+
+guint
+sedp_server_get_port (SedpServer *server)
+{
+  return server->port;
+}
+
+static gboolean
+shutdown_timeout (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* A thread: sedp_pipeline_stop() blocks until every accepted request completed. */
+static gpointer
+drain_thread (gpointer data)
+{
+  SedpServer *server = data;
+  for (guint i = 0; i < server->served->len; i++)
+    sedp_pipeline_stop (((Served *) server->served->pdata[i])->pipeline);
+  g_atomic_int_set (&server->drained, 1);
+  g_main_context_wakeup (server->context);
+  return NULL;
+}
+
+void
+sedp_server_shutdown (SedpServer *server, guint timeout_ms)
+{
+  if (server->draining)
+    return;
+  server->draining = TRUE;
+  /* The main context keeps serving (503 for new requests) and delivering completions while the
+   * pipelines drain. */
+  GThread *t = g_thread_new ("sedp-drain", drain_thread, server);
+  while (!g_atomic_int_get (&server->drained))
+    g_main_context_iteration (server->context, TRUE);
+  g_thread_join (t);
+  gboolean expired = FALSE;
+  GSource *timer = g_timeout_source_new (timeout_ms);
+  g_source_set_callback (timer, shutdown_timeout, &expired, NULL);
+  g_source_attach (timer, server->context);
+  while (server->n_open > 0 && !expired)
+    g_main_context_iteration (server->context, TRUE);
+  /* Let the last responses be flushed. */
+  while (g_main_context_iteration (server->context, FALSE))
+    ;
+  g_source_destroy (timer);
+  g_source_unref (timer);
+}
+
+void
+sedp_server_free (SedpServer *server)
+{
+  if (server == NULL)
+    return;
+  soup_server_disconnect (server->soup);
+  g_object_unref (server->soup);
+  g_ptr_array_unref (server->served);
+  g_main_context_unref (server->context);
+  g_free (server);
+}

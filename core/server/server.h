@@ -1,0 +1,36 @@
+/* sedp — the HTTP front end (libsoup 3): serves running pipelines over the protocol of
+ * docs/protocol.md; endpoints and status codes in docs/serving.md. */
+#pragma once
+
+#include "../runtime/pipeline.h"
+
+G_BEGIN_DECLS
+
+/** SedpServer: an HTTP server over one or more pipelines, driven by the thread-default (or
+ * global default) GMainContext of the thread that created it. */
+typedef struct _SedpServer SedpServer;
+
+/* The default limit on a request body, in bytes. */
+#define SEDP_SERVER_DEFAULT_MAX_BODY (16u * 1024u * 1024u)
+
+/* @max_body: the largest request body accepted (413 above it); 0 for the default. */
+SEDP_API SedpServer *sedp_server_new (gsize max_body);
+
+/* Loads, creates and starts the pipeline of file @path, served under its [pipeline] name (an
+ * error when the name is already served). */
+SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path,
+                                            SedpRegistry *registry, GError **error);
+
+/* Listens on @address ("ADDR:PORT", "[V6ADDR]:PORT"; port 0 picks a free one). */
+SEDP_API gboolean sedp_server_listen (SedpServer *server, const char *address, GError **error);
+
+/* The port listened on (0 before sedp_server_listen()). */
+SEDP_API guint sedp_server_get_port (SedpServer *server);
+
+/* Refuses new requests (503), drains every pipeline (sedp_pipeline_stop(), in a thread) while
+ * iterating the main context, then waits up to @timeout_ms for the last responses to be written. */
+SEDP_API void sedp_server_shutdown (SedpServer *server, guint timeout_ms);
+
+SEDP_API void sedp_server_free (SedpServer *server);
+
+G_END_DECLS

@@ -1,0 +1,558 @@
+/* sedp tests — sedp serve: the built binary spawned on a free loopback port, spoken to over raw
+ * sockets with HTTP/1.1 (Connection: close). */
+#include "test-common.h"
+
+#include "sedp.pb-c.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- the server process ---- */
+
+typedef struct {
+  GSubprocess *proc;
+  GDataInputStream *err;
+  guint port;
+  char *dir;
+} Server;
+
+static const char *basic_pipeline =
+    "[pipeline]\nname = serve\ndeadline_ms = 10000\n"
+    "[stage reader]\nplugin = data_reader\n"
+    "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
+
+/* Writes each pipeline text to a file and starts sedp serve on them; extra options after. */
+static gboolean
+server_start (Server *s, const char *const *pipelines, const char *extra)
+{
+  memset (s, 0, sizeof *s);
+  g_autoptr (GError) error = NULL;
+  s->dir = g_dir_make_tmp ("sedp-server-XXXXXX", &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (s->dir);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (argv, g_strdup (SEDP_BINARY));
+  g_ptr_array_add (argv, g_strdup ("serve"));
+  for (guint i = 0; pipelines[i]; i++) {
+    char *path = g_strdup_printf ("%s/p%u.conf", s->dir, i);
+    CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, pipelines[i], -1, NULL));
+    g_ptr_array_add (argv, path);
+  }
+  g_ptr_array_add (argv, g_strdup ("--listen"));
+  g_ptr_array_add (argv, g_strdup ("127.0.0.1:0"));
+  if (extra)
+    g_ptr_array_add (argv, g_strdup (extra));
+  g_ptr_array_add (argv, NULL);
+  s->proc = g_subprocess_newv ((const char *const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                               &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (s->proc);
+  s->err = g_data_input_stream_new (g_subprocess_get_stderr_pipe (s->proc));
+  for (;;) {
+    g_autofree char *line = g_data_input_stream_read_line (s->err, NULL, NULL, NULL);
+    if (line == NULL)
+      break;
+    const char *p = strstr (line, "listening on http://127.0.0.1:");
+    if (p) {
+      s->port = (guint) atoi (p + strlen ("listening on http://127.0.0.1:"));
+      break;
+    }
+    fprintf (stderr, "\n  server: %s\n", line);
+  }
+  CU_ASSERT_NOT_EQUAL (s->port, 0);
+  return s->port != 0;
+}
+
+/* Sends SIGTERM, waits for the exit; returns the exit status (-1 when killed). */
+static int
+server_stop (Server *s)
+{
+  if (s->proc == NULL)
+    return -1;
+  g_subprocess_send_signal (s->proc, SIGTERM);
+  g_autoptr (GError) error = NULL;
+  g_subprocess_wait (s->proc, NULL, &error);
+  int status = g_subprocess_get_if_exited (s->proc) ? g_subprocess_get_exit_status (s->proc) : -1;
+  g_clear_object (&s->err);
+  g_clear_object (&s->proc);
+  g_autoptr (GDir) d = g_dir_open (s->dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (s->dir, n, NULL);
+    g_unlink (p);
+  }
+  g_rmdir (s->dir);
+  g_free (s->dir);
+  return status;
+}
+
+/* ---- a minimal HTTP client ---- */
+
+typedef struct {
+  int status;      /* 0: no answer */
+  char *headers;   /* the head, lower-cased */
+  char *body;      /* NUL-terminated */
+  gsize body_len;
+} Resp;
+
+static void
+resp_clear (Resp *r)
+{
+  g_free (r->headers);
+  g_free (r->body);
+  memset (r, 0, sizeof *r);
+}
+
+static void
+http (guint port, const char *method, const char *path, const char *ctype, const void *body,
+      gsize len, Resp *out)
+{
+  memset (out, 0, sizeof *out);
+  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((guint16) port)};
+  sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  if (connect (fd, (struct sockaddr *) &sa, sizeof sa) != 0) {
+    close (fd);
+    return;
+  }
+  g_autoptr (GString) req = g_string_new (NULL);
+  g_string_append_printf (req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method,
+                          path);
+  if (ctype)
+    g_string_append_printf (req, "Content-Type: %s\r\n", ctype);
+  if (body || strcmp (method, "POST") == 0)
+    g_string_append_printf (req, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
+  g_string_append (req, "\r\n");
+  g_string_append_len (req, body, (gssize) len);
+  gsize off = 0;
+  while (off < req->len) {
+    ssize_t n = send (fd, req->str + off, req->len - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      break; /* the server may answer (413) and close before reading everything */
+    off += (gsize) n;
+  }
+  g_autoptr (GByteArray) in = g_byte_array_new ();
+  guint8 buf[65536];
+  for (;;) {
+    ssize_t n = recv (fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      break;
+    g_byte_array_append (in, buf, (guint) n);
+  }
+  close (fd);
+  guint8 nul = 0;
+  g_byte_array_append (in, &nul, 1);
+  const char *text = (const char *) in->data;
+  const char *end = strstr (text, "\r\n\r\n");
+  if (end == NULL || sscanf (text, "HTTP/1.%*d %d", &out->status) != 1)
+    return;
+  out->headers = g_ascii_strdown (text, end - text);
+  out->body_len = in->len - 1 - (gsize) (end + 4 - text);
+  out->body = g_malloc (out->body_len + 1);
+  memcpy (out->body, end + 4, out->body_len + 1);
+}
+
+static int
+get (guint port, const char *path, Resp *r)
+{
+  http (port, "GET", path, NULL, NULL, 0, r);
+  return r->status;
+}
+
+static void
+assert_healthy (guint port)
+{
+  Resp r;
+  CU_ASSERT_EQUAL (get (port, "/healthz", &r), 200);
+  CU_ASSERT (r.body && strcmp (r.body, "ok\n") == 0);
+  resp_clear (&r);
+}
+
+/* ---- requests ---- */
+
+static GBytes *
+make_protobuf (guint n, guint64 first_id, guint deadline_ms)
+{
+  Sedp__Serving__PredictRequest m = SEDP__SERVING__PREDICT_REQUEST__INIT;
+  Sedp__Serving__User user = SEDP__SERVING__USER__INIT;
+  m.request_id = (char *) "pb";
+  m.deadline_ms = deadline_ms;
+  m.top_k = 2;
+  m.user = &user;
+  user.id = 7;
+  Sedp__Serving__Item *items = g_new0 (Sedp__Serving__Item, MAX (n, 1));
+  Sedp__Serving__Item **itemp = g_new0 (Sedp__Serving__Item *, MAX (n, 1));
+  for (guint i = 0; i < n; i++) {
+    sedp__serving__item__init (&items[i]);
+    items[i].id = first_id + i;
+    itemp[i] = &items[i];
+  }
+  m.n_items = n;
+  m.items = itemp;
+  gsize len = sedp__serving__predict_request__get_packed_size (&m);
+  guint8 *buf = g_malloc (MAX (len, 1));
+  sedp__serving__predict_request__pack (&m, buf);
+  g_free (items);
+  g_free (itemp);
+  return g_bytes_new_take (buf, len);
+}
+
+static void
+predict (guint port, const char *name, const char *ctype, GBytes *body, Resp *r)
+{
+  g_autofree char *path = g_strdup_printf ("/v1/pipelines/%s:predict", name);
+  gsize len;
+  const void *data = g_bytes_get_data (body, &len);
+  http (port, "POST", path, ctype, data, len, r);
+}
+
+static void
+predict_json (guint port, const char *name, const char *json, Resp *r)
+{
+  g_autoptr (GBytes) b = g_bytes_new_static (json, strlen (json));
+  predict (port, name, "application/json", b, r);
+}
+
+/* ---- tests ---- */
+
+static void
+test_predict_and_endpoints (void)
+{
+  const char *other = "[pipeline]\nname = other\n"
+                      "[stage reader]\nplugin = data_reader\n"
+                      "[stage s]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
+  const char *pipelines[] = {basic_pipeline, other, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  assert_healthy (s.port);
+
+  /* Protobuf: every item scored, top 2, the response in protobuf. */
+  Resp r;
+  g_autoptr (GBytes) pb = make_protobuf (5, 100, 0);
+  predict (s.port, "serve", "application/x-protobuf", pb, &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "content-type: application/x-protobuf"));
+  Sedp__Serving__PredictResponse *m =
+      r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+  CU_ASSERT_EQUAL (m->status, SEDP__SERVING__PREDICT_RESPONSE__STATUS__OK);
+  CU_ASSERT_EQUAL_FATAL (m->n_items, 5);
+  for (guint i = 0; i < 5; i++) {
+    CU_ASSERT_EQUAL (m->items[i]->id, 100 + i);
+    CU_ASSERT_EQUAL (m->items[i]->n_scores, 1);
+    CU_ASSERT_EQUAL (m->items[i]->status, SEDP__SERVING__ITEM_RESULT__STATUS__SCORED);
+  }
+  CU_ASSERT_EQUAL (m->n_top_k, 2);
+  sedp__serving__predict_response__free_unpacked (m, NULL);
+  resp_clear (&r);
+
+  /* JSON, on the second pipeline: the response in JSON. */
+  predict_json (s.port, "other", "{\"items\": [{\"id\": 1}, {\"id\": \"2\"}, {\"id\": 3}], \"top_k\": 1}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "content-type: application/json"));
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  CU_ASSERT_TRUE_FATAL (r.body && json_parser_load_from_data (parser, r.body, (gssize) r.body_len, NULL));
+  JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+  CU_ASSERT_STRING_EQUAL (json_object_get_string_member (o, "status"), "OK");
+  JsonArray *items = json_object_get_array_member (o, "items");
+  CU_ASSERT_EQUAL_FATAL (json_array_get_length (items), 3);
+  CU_ASSERT_EQUAL (json_object_get_int_member (json_array_get_object_element (items, 2), "id"), 3);
+  CU_ASSERT_EQUAL (json_array_get_length (json_object_get_array_member (o, "top_k")), 1);
+  resp_clear (&r);
+
+  /* The list of pipelines. */
+  CU_ASSERT_EQUAL (get (s.port, "/v1/pipelines", &r), 200);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"name\" : \"serve\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"name\" : \"other\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"synthetic_work\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"output\" : \"score\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"state\" : \"running\""));
+  resp_clear (&r);
+
+  /* Metrics: Prometheus text, a pipeline label, each family once. */
+  CU_ASSERT_EQUAL (get (s.port, "/metrics", &r), 200);
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "content-type: text/plain"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "pipeline=\"serve\",stage=\"reader\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "pipeline=\"other\",stage=\"reader\""));
+  const char *help = r.body ? strstr (r.body, "# TYPE sedp_data_reader_requests_total counter") : NULL;
+  CU_ASSERT_PTR_NOT_NULL (help);
+  if (help)
+    CU_ASSERT_PTR_NULL (strstr (help + 1, "# TYPE sedp_data_reader_requests_total counter"));
+  resp_clear (&r);
+
+  /* Feedback: the count of invalidated entries (no query cache here: 0). */
+  const char *fb = "{\"user_id\": 7}";
+  http (s.port, "POST", "/v1/feedback", "application/json", fb, strlen (fb), &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"invalidated\" : 0"));
+  resp_clear (&r);
+  const char *bad_fb = "{\"user_id\": -1}";
+  http (s.port, "POST", "/v1/feedback", "application/json", bad_fb, strlen (bad_fb), &r);
+  CU_ASSERT_EQUAL (r.status, 400);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "user_id"));
+  resp_clear (&r);
+
+  /* Unknown paths and methods. */
+  CU_ASSERT_EQUAL (get (s.port, "/nowhere", &r), 404);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (get (s.port, "/v1/pipelines/serve:predict", &r), 405);
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "allow: post"));
+  resp_clear (&r);
+  http (s.port, "POST", "/healthz", NULL, "", 0, &r);
+  CU_ASSERT_EQUAL (r.status, 405);
+  resp_clear (&r);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+typedef struct {
+  const char *name;
+  const char *pipeline;      /* NULL: serve */
+  const char *ctype;
+  const char *json;          /* NULL: body from make() */
+  GBytes *(*make) (void);
+  int status;
+  const char *needle;
+} Bad;
+
+static GBytes *
+truncated (void)
+{
+  g_autoptr (GBytes) pb = make_protobuf (3, 100, 0);
+  return g_bytes_new_from_bytes (pb, 0, g_bytes_get_size (pb) - 3);
+}
+
+static GBytes *
+many_items (void)
+{
+  return make_protobuf (100000, 1, 0);
+}
+
+static GBytes *
+oversize (void)
+{
+  gsize n = 3 * 1024 * 1024;
+  char *b = g_malloc (n);
+  memset (b, ' ', n);
+  b[0] = '{';
+  b[n - 1] = '}';
+  return g_bytes_new_take (b, n);
+}
+
+static GBytes *
+huge_proto_id (void)
+{
+  return make_protobuf (2, G_MAXUINT64 - 1, 0);
+}
+
+static const Bad corpus[] = {
+  {"truncated protobuf", NULL, "application/x-protobuf", NULL, truncated, 400, "not a valid protobuf"},
+  {"invalid JSON", NULL, "application/json", "{\"items\": [", NULL, 400, "invalid JSON"},
+  {"wrong types", NULL, "application/json",
+   "{\"items\": [{\"id\": 1, \"features\": {\"x\": 1}}, {\"id\": 2, \"features\": {\"x\": \"a\"}}]}",
+   NULL, 400, "items[1].x"},
+  {"wrong oneof type", NULL, "application/json",
+   "{\"items\": [{\"id\": 1, \"features\": {\"x\": {\"int_value\": \"a\"}}}]}", NULL, 400,
+   "items[0].features.x.int_value"},
+  {"unknown pipeline", "nope", "application/json", "{\"items\": [{\"id\": 1}]}", NULL, 404, "nope"},
+  {"zero items", NULL, "application/json", "{\"items\": []}", NULL, 400, "at least one item"},
+  {"100k items", NULL, "application/x-protobuf", NULL, many_items, 400, "more than the limit"},
+  {"huge id", NULL, "application/json", "{\"items\": [{\"id\": \"18446744073709551615\"}]}", NULL,
+   400, "items[0].id"},
+  {"huge protobuf id", NULL, "application/x-protobuf", NULL, huge_proto_id, 400, "items[0].id"},
+  {"negative id", NULL, "application/json", "{\"items\": [{\"id\": -3}]}", NULL, 400, "-3 is negative"},
+  {"wrong content type", NULL, "text/plain", "{\"items\": [{\"id\": 1}]}", NULL, 415, "text/plain"},
+  {"no content type", NULL, NULL, "{\"items\": [{\"id\": 1}]}", NULL, 415, "content type"},
+  {"oversize body", NULL, "application/json", NULL, oversize, 413, "over the limit"},
+};
+
+static void
+test_malformed (void)
+{
+  const char *pipelines[] = {basic_pipeline, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, "--max-body=2097152"))
+    return;
+  for (guint k = 0; k < G_N_ELEMENTS (corpus); k++) {
+    const Bad *b = &corpus[k];
+    g_autoptr (GBytes) body = b->json ? g_bytes_new_static (b->json, strlen (b->json)) : b->make ();
+    Resp r;
+    predict (s.port, b->pipeline ? b->pipeline : "serve", b->ctype, body, &r);
+    if (r.status != b->status || r.body == NULL || strstr (r.body, b->needle) == NULL)
+      fprintf (stderr, "\n  %s: %d %s (want %d, '%s')\n", b->name, r.status, r.body ? r.body : "",
+               b->status, b->needle);
+    CU_ASSERT_EQUAL (r.status, b->status);
+    CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, b->needle));
+    CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"message\""));
+    resp_clear (&r);
+    assert_healthy (s.port);
+  }
+  /* Still serving. */
+  Resp r;
+  predict_json (s.port, "serve", "{\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+typedef struct {
+  guint port;
+  const char *pipeline;
+  Resp resp;
+} Call;
+
+static gpointer
+call_thread (gpointer data)
+{
+  Call *c = data;
+  predict_json (c->port, c->pipeline, "{\"items\": [{\"id\": 1}, {\"id\": 2}]}", &c->resp);
+  return NULL;
+}
+
+/* A slow request-scope stage behind a source with a queue of one: most of a burst is refused. */
+static void
+test_overload (void)
+{
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\nqueue_capacity = 1\n"
+                     "[stage wait]\nplugin = synthetic_work\nafter = reader\nscope = request\n"
+                     "sleep_us = 300000\nqueue_capacity = 1\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = wait\noutput = score\n";
+  const char *pipelines[] = {slow, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  enum { N = 16 };
+  Call calls[N];
+  GThread *threads[N];
+  for (guint i = 0; i < N; i++) {
+    calls[i] = (Call) {s.port, "slow", {0}};
+    threads[i] = g_thread_new ("client", call_thread, &calls[i]);
+  }
+  guint ok = 0, refused = 0;
+  for (guint i = 0; i < N; i++) {
+    g_thread_join (threads[i]);
+    if (calls[i].resp.status == 200)
+      ok++;
+    else if (calls[i].resp.status == 503) {
+      refused++;
+      CU_ASSERT_PTR_NOT_NULL (calls[i].resp.headers && strstr (calls[i].resp.headers, "retry-after: 1"));
+      CU_ASSERT_PTR_NOT_NULL (calls[i].resp.body && strstr (calls[i].resp.body, "overloaded"));
+    } else
+      fprintf (stderr, "\n  unexpected status %d\n", calls[i].resp.status);
+    resp_clear (&calls[i].resp);
+  }
+  CU_ASSERT (ok >= 1);
+  CU_ASSERT (refused >= 1);
+  CU_ASSERT_EQUAL (ok + refused, N);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* A stage slower than the pipeline's deadline: 504 with the partial response. */
+static void
+test_deadline (void)
+{
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 100\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 600000\n"
+                     "output = score\n";
+  const char *pipelines[] = {slow, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  Resp r;
+  predict_json (s.port, "slow", "{\"items\": [{\"id\": 1}, {\"id\": 2}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 504);
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "content-type: application/json"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"TIMEOUT\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"items\""));
+  resp_clear (&r);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* SIGTERM while a request is in flight: it is answered, health turns 503, the exit status is 0. */
+static void
+test_sigterm_drains (void)
+{
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 600000\n"
+                     "output = score\n";
+  const char *pipelines[] = {slow, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  Call c = {s.port, "slow", {0}};
+  GThread *t = g_thread_new ("client", call_thread, &c);
+  g_usleep (200000);
+  g_subprocess_send_signal (s.proc, SIGTERM);
+  g_usleep (100000);
+  Resp h;
+  get (s.port, "/healthz", &h);
+  CU_ASSERT_EQUAL (h.status, 503);
+  resp_clear (&h);
+  Resp p;
+  predict_json (s.port, "slow", "{\"items\": [{\"id\": 1}]}", &p);
+  CU_ASSERT_EQUAL (p.status, 503);
+  resp_clear (&p);
+  g_thread_join (t);
+  CU_ASSERT_EQUAL (c.resp.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (c.resp.body && strstr (c.resp.body, "\"SCORED\""));
+  resp_clear (&c.resp);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* Bad command lines: one clear error. */
+static void
+test_command_line (void)
+{
+  const char *argv1[] = {SEDP_BINARY, "serve", "--listen", "127.0.0.1:0", NULL};
+  const char *argv2[] = {SEDP_BINARY, "serve", "/nonexistent.conf", "--listen", "127.0.0.1:0", NULL};
+  const char *argv3[] = {SEDP_BINARY, "serve", "x.conf", "--listen", "nowhere", NULL};
+  const char *const *cases[] = {argv1, argv2, argv3};
+  const char *needles[] = {"expected at least one PIPELINE", "nonexistent.conf", NULL};
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *err = NULL;
+    int status = 0;
+    CU_ASSERT_TRUE (g_spawn_sync (NULL, (char **) cases[i], NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                                  NULL, NULL, &err, &status, NULL));
+    CU_ASSERT_FALSE (g_spawn_check_wait_status (status, NULL));
+    CU_ASSERT_PTR_NOT_NULL (err && strstr (err, "sedp serve: "));
+    if (needles[i])
+      CU_ASSERT_PTR_NOT_NULL (err && strstr (err, needles[i]));
+  }
+}
+
+int
+main (void)
+{
+  if (CU_initialize_registry () != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite ("server", NULL, NULL);
+  struct {
+    const char *name;
+    CU_TestFunc fn;
+  } tests[] = {
+#define T(f) {#f, f}
+    T (test_predict_and_endpoints),
+    T (test_malformed),
+    T (test_overload),
+    T (test_deadline),
+    T (test_sigterm_drains),
+    T (test_command_line),
+#undef T
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
+    if (CU_add_test (s, tests[i].name, tests[i].fn) == NULL)
+      return 1;
+  return sedp_test_run ();
+}
