@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The CTR example's generator (standard library only): writes the model, splits it into a cube
+and a dense model, draws users and items with Zipf-distributed feature ids, scores every item with
+the unsplit model (`sedp model eval`) to draw a recall `escore` correlated with that score, and
+writes the request files. Run through examples/ctr/prepare."""
+import argparse
+import bisect
+import json
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+
+PRESETS = {
+    # slots and dense are the same in both, so that one pipeline file fits both models.
+    "realistic": dict(rows=10000, ids=4, requests=64, items=200),
+    "small": dict(rows=100, ids=3, requests=4, items=12),
+}
+SLOTS = 26
+DENSE = 13
+USER_SLOTS = 13  # slot_0 … slot_12 describe the user, slot_13 … slot_25 the item
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def tensor_proto(name, dims, data_type, raw):
+    """A TensorProto: dims (1), data_type (2), name (8), raw_data (9)."""
+    msg = bytearray()
+    for d in dims:
+        msg += varint(1 << 3 | 0) + varint(d)
+    msg += varint(2 << 3 | 0) + varint(data_type)
+    nb = name.encode()
+    msg += varint(8 << 3 | 2) + varint(len(nb)) + nb
+    msg += varint(9 << 3 | 2) + varint(len(raw)) + raw
+    return bytes(msg)
+
+
+def read_varint(buf, pos):
+    n = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, pos
+
+
+def read_float_tensor(path):
+    """The float values of a TensorProto file (raw_data or float_data)."""
+    buf = open(path, "rb").read()
+    pos, values = 0, []
+    while pos < len(buf):
+        key, pos = read_varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = read_varint(buf, pos)
+        elif wire == 5:
+            if field == 4:
+                values.append(struct.unpack_from("<f", buf, pos)[0])
+            pos += 4
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            n, pos = read_varint(buf, pos)
+            chunk = buf[pos:pos + n]
+            pos += n
+            if field in (9, 4):
+                values.extend(struct.unpack("<%df" % (n // 4), chunk))
+        else:
+            raise SystemExit("gen.py: %s: unexpected wire type %d" % (path, wire))
+    return values
+
+
+class Zipf:
+    """Ids 0 … rows-1 drawn with P(rank r) ∝ 1/(r+1)^s, ranks mapped to ids by a permutation."""
+
+    def __init__(self, rng, rows, s=1.1):
+        acc, self.cum = 0.0, []
+        for r in range(rows):
+            acc += 1.0 / (r + 1) ** s
+            self.cum.append(acc)
+        self.perm = list(range(rows))
+        rng.shuffle(self.perm)
+        self.rng = rng
+
+    def draw(self):
+        u = self.rng.random() * self.cum[-1]
+        return self.perm[min(bisect.bisect_left(self.cum, u), len(self.perm) - 1)]
+
+
+def run(cmd):
+    print("+ " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sedp", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--requests", type=int)
+    ap.add_argument("--items", type=int)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    preset = "small" if a.small else "realistic"
+    p = PRESETS[preset]
+    n_req = a.requests or p["requests"]
+    n_items = a.items or p["items"]
+    rows, ids = p["rows"], p["ids"]
+    out = a.out
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+
+    model = os.path.join(out, "model.onnx")
+    run([a.sedp, "model", "synth", "--arch", "dlrm", "--preset", preset, "--slots", str(SLOTS),
+         "--dense", str(DENSE), "--ids-per-slot", str(ids), "--rows", str(rows), "-o", model])
+    split = subprocess.run([a.sedp, "model", "split", model, "--dense",
+                            os.path.join(out, "dense.onnx"), "--cube", os.path.join(out, "cube")],
+                           check=True, capture_output=True, text=True).stdout
+    sys.stdout.write(split)
+    open(os.path.join(out, "split.txt"), "w").write(split)
+
+    rng = random.Random(a.seed)
+    zipf = [Zipf(rng, rows) for _ in range(SLOTS)]
+    reqs = []
+    for q in range(n_req):
+        user = {"user_id": 1000 + q}
+        for k in range(USER_SLOTS):
+            user["slot_%d" % k] = [zipf[k].draw() for _ in range(ids)]
+        items = []
+        for i in range(n_items):
+            it = {"item_id": 100000 + q * n_items + i,
+                  "dense": [round(rng.gauss(0.0, 1.0), 4) for _ in range(DENSE)]}
+            for k in range(USER_SLOTS, SLOTS):
+                it["slot_%d" % k] = [zipf[k].draw() for _ in range(ids)]
+            items.append(it)
+        reqs.append({"id": "q%d" % q, "user": user, "items": items})
+
+    # Score every item with the unsplit model: one batch of all items of all requests.
+    rows_all = [(r, it) for r in reqs for it in r["items"]]
+    batch = len(rows_all)
+    ev_in = os.path.join(out, "eval-in")
+    os.makedirs(ev_in)
+    inputs = [tensor_proto("dense", [batch, DENSE], 1,
+                           struct.pack("<%df" % (batch * DENSE),
+                                       *[v for _, it in rows_all for v in it["dense"]]))]
+    for k in range(SLOTS):
+        vals = [v for r, it in rows_all
+                for v in (r["user"] if k < USER_SLOTS else it)["slot_%d" % k]]
+        inputs.append(tensor_proto("slot_%d" % k, [batch, ids], 7,
+                                   struct.pack("<%dq" % len(vals), *vals)))
+    args = []
+    for k, t in enumerate(inputs):
+        path = os.path.join(ev_in, "input_%d.pb" % k)
+        open(path, "wb").write(t)
+        args += ["-i", path]
+    ev_out = os.path.join(out, "eval-out")
+    run([a.sedp, "model", "eval", model] + args + ["-o", ev_out])
+    scores = read_float_tensor(os.path.join(ev_out, "output_0.pb"))
+    if len(scores) != batch:
+        raise SystemExit("gen.py: the model gave %d scores for %d items" % (len(scores), batch))
+
+    # escore: the recall stage's guess, the model's logit plus noise (correlation ≈ 0.8).
+    with open(os.path.join(out, "expected.tsv"), "w") as exp:
+        for (r, it), s in zip(rows_all, scores):
+            s = min(max(s, 1e-6), 1 - 1e-6)
+            logit = math.log(s / (1 - s))
+            it["escore"] = round(1 / (1 + math.exp(-(logit + rng.gauss(0.0, 0.75)))), 6)
+            exp.write("%s\t%d\t%.9g\n" % (r["id"], it["item_id"], s))
+
+    # requests.run.jsonl: what `sedp run` reads (core/io/request-file.c): features by name.
+    with open(os.path.join(out, "requests.run.jsonl"), "w") as f:
+        for r in reqs:
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+    # requests.jsonl: one PredictRequest per line in its JSON form, as POST …:predict takes it.
+    with open(os.path.join(out, "requests.jsonl"), "w") as f:
+        for r in reqs:
+            user = {"id": r["user"]["user_id"],
+                    "features": {k: {"ids": v} for k, v in r["user"].items() if k != "user_id"}}
+            items = []
+            for it in r["items"]:
+                feats = {"dense": {"floats": it["dense"]}}
+                feats.update({k: {"ids": v} for k, v in it.items() if k.startswith("slot_")})
+                items.append({"id": it["item_id"], "escore": it["escore"], "features": feats})
+            f.write(json.dumps({"request_id": r["id"], "top_k": 10, "user": user,
+                                "items": items}, separators=(",", ":")) + "\n")
+    shutil.rmtree(ev_in)
+    print("wrote %s: %s model, %d requests of %d items (requests.jsonl, requests.run.jsonl, "
+          "expected.tsv)" % (out, preset, n_req, n_items))
+
+
+if __name__ == "__main__":
+    main()
