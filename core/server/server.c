@@ -201,7 +201,9 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
   const char *ct = soup_message_headers_get_content_type (h, NULL);
   SedpProtocolFormat format;
-  if (ct && g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF) == 0)
+  if (ct && (g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF) == 0 ||
+             g_ascii_strcasecmp (ct, "application/protobuf") == 0 ||
+             g_ascii_strcasecmp (ct, "application/octet-stream") == 0))
     format = SEDP_PROTOCOL_PROTOBUF;
   else if (ct && g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_JSON) == 0)
     format = SEDP_PROTOCOL_JSON;

@@ -50,8 +50,9 @@ server_start (Server *s, const char *const *pipelines, const char *extra)
   if (extra)
     g_ptr_array_add (argv, g_strdup (extra));
   g_ptr_array_add (argv, NULL);
-  s->proc = g_subprocess_newv ((const char *const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                               &error);
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_setenv (launcher, "SEDP_PLUGIN_PATH", SEDP_TEST_PLUGIN_DIR, TRUE);
+  s->proc = g_subprocess_launcher_spawnv (launcher, (const char *const *) argv->pdata, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (s->proc);
   s->err = g_data_input_stream_new (g_subprocess_get_stderr_pipe (s->proc));
   for (;;) {
