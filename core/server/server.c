@@ -118,6 +118,111 @@ unavailable (SoupServerMessage *msg, const char *why)
   respond_error (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, why);
 }
 
+/* ---- the client's deadline, read without decoding the request ---- */
+
+#define MAX_DEADLINE_MS 3600000u
+
+static gboolean
+read_varint (const guint8 **p, const guint8 *end, guint64 *out)
+{
+  guint64 v = 0;
+  for (guint shift = 0; shift < 64 && *p < end; shift += 7) {
+    guint8 b = *(*p)++;
+    v |= (guint64) (b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *out = v;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* PredictRequest.deadline_ms (field 4, varint) from the top level of a serialized message; 0 when
+ * absent or the message is malformed (data_reader reports that). */
+static guint
+protobuf_deadline_ms (const guint8 *p, gsize size)
+{
+  const guint8 *end = p + size;
+  guint64 found = 0;
+  while (p < end) {
+    guint64 tag, v;
+    if (!read_varint (&p, end, &tag))
+      return 0;
+    switch (tag & 7) {
+    case 0:
+      if (!read_varint (&p, end, &v))
+        return 0;
+      if (tag >> 3 == 4)
+        found = v; /* the last one wins, as in protobuf */
+      break;
+    case 1:
+      if ((gsize) (end - p) < 8)
+        return 0;
+      p += 8;
+      break;
+    case 2:
+      if (!read_varint (&p, end, &v) || v > (guint64) (end - p))
+        return 0;
+      p += v;
+      break;
+    case 5:
+      if ((gsize) (end - p) < 4)
+        return 0;
+      p += 4;
+      break;
+    default:
+      return 0;
+    }
+  }
+  return found <= MAX_DEADLINE_MS ? (guint) found : 0;
+}
+
+/* The top-level "deadline_ms" member of a JSON object (a number, or a decimal string), found by a
+ * scan that only tracks strings and nesting; 0 when absent or not a valid deadline. */
+static guint
+json_deadline_ms (const char *p, gsize size)
+{
+  const char *end = p + size;
+  int depth = 0;
+  gboolean key_next = FALSE; /* at depth 1, the next string is a member name */
+  while (p < end) {
+    char c = *p++;
+    if (c == '"') {
+      const char *start = p;
+      while (p < end && *p != '"')
+        p += *p == '\\' ? 2 : 1;
+      if (p >= end)
+        return 0;
+      gsize len = (gsize) (p - start);
+      p++;
+      if (depth == 1 && key_next) {
+        key_next = FALSE;
+        if (len == 11 && memcmp (start, "deadline_ms", 11) == 0) {
+          while (p < end && (g_ascii_isspace (*p) || *p == ':'))
+            p++;
+          if (p < end && *p == '"')
+            p++;
+          guint64 v = 0;
+          gboolean digits = FALSE;
+          while (p < end && g_ascii_isdigit (*p) && v <= MAX_DEADLINE_MS) {
+            v = v * 10 + (guint64) (*p++ - '0');
+            digits = TRUE;
+          }
+          return digits && v <= MAX_DEADLINE_MS ? (guint) v : 0;
+        }
+      }
+    } else if (c == '{' || c == '[') {
+      depth++;
+      key_next = depth == 1 && c == '{';
+    } else if (c == '}' || c == ']') {
+      depth--;
+    } else if (c == ',' && depth == 1) {
+      key_next = TRUE;
+    }
+  }
+  return 0;
+}
+
 /* ---- predict ---- */
 
 static void
@@ -227,6 +332,12 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   sedp_request_set_payload (request, payload,
                             format == SEDP_PROTOCOL_JSON ? SEDP_PROTOCOL_CONTENT_TYPE_JSON
                                                          : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
+  /* The client's deadline_ms (0: the pipeline's). */
+  guint deadline_ms = format == SEDP_PROTOCOL_JSON
+                          ? json_deadline_ms (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload))
+                          : protobuf_deadline_ms (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload));
+  if (deadline_ms)
+    sedp_request_set_timeout (request, (gint64) deadline_ms * 1000);
   Pending *p = g_new0 (Pending, 1);
   p->server = server;
   p->served = served;

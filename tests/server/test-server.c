@@ -22,6 +22,7 @@ typedef struct {
   GDataInputStream *err;
   guint port;
   char *dir;
+  gboolean signaled; /* SIGTERM sent already */
 } Server;
 
 static const char *basic_pipeline =
@@ -76,7 +77,8 @@ server_stop (Server *s)
 {
   if (s->proc == NULL)
     return -1;
-  g_subprocess_send_signal (s->proc, SIGTERM);
+  if (!s->signaled)
+    g_subprocess_send_signal (s->proc, SIGTERM);
   g_autoptr (GError) error = NULL;
   g_subprocess_wait (s->proc, NULL, &error);
   int status = g_subprocess_get_if_exited (s->proc) ? g_subprocess_get_exit_status (s->proc) : -1;
@@ -480,6 +482,43 @@ test_deadline (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* The client's deadline_ms (JSON and protobuf) replaces the pipeline's. */
+static void
+test_client_deadline (void)
+{
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 600000\n"
+                     "output = score\n";
+  const char *pipelines[] = {slow, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  Resp r;
+  gint64 t0 = g_get_monotonic_time ();
+  predict_json (s.port, "slow",
+                "{\"request_id\": \"deadline_ms\", \"user\": {\"id\": 1, \"features\": {\"deadline_ms\": 5}},"
+                " \"items\": [{\"id\": 1}], \"deadline_ms\": 100}", &r);
+  CU_ASSERT_EQUAL (r.status, 504);
+  CU_ASSERT (g_get_monotonic_time () - t0 < 550000);
+  resp_clear (&r);
+  g_autoptr (GBytes) pb = make_protobuf (2, 1, 100);
+  predict (s.port, "slow", "application/x-protobuf", pb, &r);
+  CU_ASSERT_EQUAL (r.status, 504);
+  Sedp__Serving__PredictResponse *m =
+      r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+  CU_ASSERT_EQUAL (m->status, SEDP__SERVING__PREDICT_RESPONSE__STATUS__TIMEOUT);
+  CU_ASSERT_EQUAL (m->n_items, 2);
+  sedp__serving__predict_response__free_unpacked (m, NULL);
+  resp_clear (&r);
+  /* Without one: the pipeline's 30 s; the stage finishes. */
+  predict_json (s.port, "slow", "{\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* SIGTERM while a request is in flight: it is answered, health turns 503, the exit status is 0. */
 static void
 test_sigterm_drains (void)
@@ -496,6 +535,7 @@ test_sigterm_drains (void)
   GThread *t = g_thread_new ("client", call_thread, &c);
   g_usleep (200000);
   g_subprocess_send_signal (s.proc, SIGTERM);
+  s.signaled = TRUE;
   g_usleep (100000);
   Resp h;
   get (s.port, "/healthz", &h);
@@ -548,6 +588,7 @@ main (void)
     T (test_malformed),
     T (test_overload),
     T (test_deadline),
+    T (test_client_deadline),
     T (test_sigterm_drains),
     T (test_command_line),
 #undef T
