@@ -552,6 +552,40 @@ test_sigterm_drains (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* Clients that go away while their request is in flight: the server stays healthy. */
+static void
+test_client_disconnect (void)
+{
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 300000\n"
+                     "output = score\n";
+  const char *pipelines[] = {slow, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  const char *body = "{\"items\": [{\"id\": 1}]}";
+  for (guint i = 0; i < 3; i++) {
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((guint16) s.port)};
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    CU_ASSERT_EQUAL_FATAL (connect (fd, (struct sockaddr *) &sa, sizeof sa), 0);
+    g_autofree char *req = g_strdup_printf ("POST /v1/pipelines/slow:predict HTTP/1.1\r\nHost: x\r\n"
+                                            "Content-Type: application/json\r\nContent-Length: %zu"
+                                            "\r\n\r\n%s", strlen (body), body);
+    CU_ASSERT_EQUAL (send (fd, req, strlen (req), MSG_NOSIGNAL), (ssize_t) strlen (req));
+    g_usleep (50000);
+    close (fd);
+  }
+  g_usleep (1200000);
+  assert_healthy (s.port);
+  Resp r;
+  predict_json (s.port, "slow", body, &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -590,6 +624,7 @@ main (void)
     T (test_deadline),
     T (test_client_deadline),
     T (test_sigterm_drains),
+    T (test_client_disconnect),
     T (test_command_line),
 #undef T
   };
