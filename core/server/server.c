@@ -137,50 +137,60 @@ read_varint (const guint8 **p, const guint8 *end, guint64 *out)
   return FALSE;
 }
 
-/* PredictRequest.deadline_ms (field 4, varint) from the top level of a serialized message; 0 when
- * absent or the message is malformed (data_reader reports that). */
-static guint
-protobuf_deadline_ms (const guint8 *p, gsize size)
+/* What the server reads of a request before submitting it. */
+typedef struct {
+  guint deadline_ms;  /* 0: none (or invalid: data_reader reports it) */
+  char *request_id;   /* (nullable) */
+} Peek;
+
+#define MAX_REQUEST_ID 256
+
+static void
+peek_set_id (Peek *peek, const char *s, gsize len)
+{
+  g_clear_pointer (&peek->request_id, g_free);
+  if (len > 0 && len <= MAX_REQUEST_ID && g_utf8_validate_len (s, len, NULL) &&
+      memchr (s, '\0', len) == NULL)
+    peek->request_id = g_strndup (s, len);
+}
+
+/* PredictRequest.request_id (field 1) and deadline_ms (field 4) from the top level of a serialized
+ * message; stops at anything malformed (data_reader reports it). */
+static void
+peek_protobuf (const guint8 *p, gsize size, Peek *peek)
 {
   const guint8 *end = p + size;
-  guint64 found = 0;
+  guint64 deadline = 0;
   while (p < end) {
     guint64 tag, v;
     if (!read_varint (&p, end, &tag))
-      return 0;
-    switch (tag & 7) {
-    case 0:
+      break;
+    if ((tag & 7) == 0) {
       if (!read_varint (&p, end, &v))
-        return 0;
+        break;
       if (tag >> 3 == 4)
-        found = v; /* the last one wins, as in protobuf */
-      break;
-    case 1:
-      if ((gsize) (end - p) < 8)
-        return 0;
-      p += 8;
-      break;
-    case 2:
+        deadline = v; /* the last one wins, as in protobuf */
+    } else if ((tag & 7) == 1 || (tag & 7) == 5) {
+      gsize n = (tag & 7) == 1 ? 8 : 4;
+      if ((gsize) (end - p) < n)
+        break;
+      p += n;
+    } else if ((tag & 7) == 2) {
       if (!read_varint (&p, end, &v) || v > (guint64) (end - p))
-        return 0;
+        break;
+      if (tag >> 3 == 1)
+        peek_set_id (peek, (const char *) p, (gsize) v);
       p += v;
+    } else
       break;
-    case 5:
-      if ((gsize) (end - p) < 4)
-        return 0;
-      p += 4;
-      break;
-    default:
-      return 0;
-    }
   }
-  return found <= MAX_DEADLINE_MS ? (guint) found : 0;
+  peek->deadline_ms = deadline <= MAX_DEADLINE_MS ? (guint) deadline : 0;
 }
 
-/* The top-level "deadline_ms" member of a JSON object (a number, or a decimal string), found by a
- * scan that only tracks strings and nesting; 0 when absent or not a valid deadline. */
-static guint
-json_deadline_ms (const char *p, gsize size)
+/* The top-level "request_id" (a string without escapes) and "deadline_ms" (a number, or a decimal
+ * string) members of a JSON object, found by a scan that only tracks strings and nesting. */
+static void
+peek_json (const char *p, gsize size, Peek *peek)
 {
   const char *end = p + size;
   int depth = 0;
@@ -189,28 +199,52 @@ json_deadline_ms (const char *p, gsize size)
     char c = *p++;
     if (c == '"') {
       const char *start = p;
-      while (p < end && *p != '"')
+      gboolean escaped = FALSE;
+      while (p < end && *p != '"') {
+        escaped |= *p == '\\';
         p += *p == '\\' ? 2 : 1;
+      }
       if (p >= end)
-        return 0;
+        return;
       gsize len = (gsize) (p - start);
       p++;
-      if (depth == 1 && key_next) {
-        key_next = FALSE;
-        if (len == 11 && memcmp (start, "deadline_ms", 11) == 0) {
-          while (p < end && (g_ascii_isspace (*p) || *p == ':'))
-            p++;
-          if (p < end && *p == '"')
-            p++;
-          guint64 v = 0;
-          gboolean digits = FALSE;
-          while (p < end && g_ascii_isdigit (*p) && v <= MAX_DEADLINE_MS) {
-            v = v * 10 + (guint64) (*p++ - '0');
-            digits = TRUE;
-          }
-          return digits && v <= MAX_DEADLINE_MS ? (guint) v : 0;
+      if (depth != 1 || !key_next)
+        continue;
+      key_next = FALSE;
+      gboolean is_deadline = len == 11 && memcmp (start, "deadline_ms", 11) == 0;
+      gboolean is_id = len == 10 && memcmp (start, "request_id", 10) == 0;
+      if (!is_deadline && !is_id)
+        continue;
+      while (p < end && (g_ascii_isspace (*p) || *p == ':'))
+        p++;
+      if (is_id) {
+        if (p >= end || *p != '"')
+          continue;
+        const char *vs = ++p;
+        escaped = FALSE;
+        while (p < end && *p != '"') {
+          escaped |= *p == '\\';
+          p += *p == '\\' ? 2 : 1;
         }
+        if (p >= end)
+          return;
+        if (!escaped)
+          peek_set_id (peek, vs, (gsize) (p - vs));
+        p++;
+        continue;
       }
+      gboolean quoted = p < end && *p == '"';
+      if (quoted)
+        p++;
+      guint64 v = 0;
+      gboolean digits = FALSE;
+      while (p < end && g_ascii_isdigit (*p) && v <= MAX_DEADLINE_MS) {
+        v = v * 10 + (guint64) (*p++ - '0');
+        digits = TRUE;
+      }
+      peek->deadline_ms = digits && v <= MAX_DEADLINE_MS ? (guint) v : 0;
+      if (quoted && p < end && *p == '"')
+        p++;
     } else if (c == '{' || c == '[') {
       depth++;
       key_next = depth == 1 && c == '{';
@@ -220,7 +254,6 @@ json_deadline_ms (const char *p, gsize size)
       key_next = TRUE;
     }
   }
-  return 0;
 }
 
 /* ---- predict ---- */
@@ -327,17 +360,21 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
     return;
   }
   g_autoptr (GBytes) payload = soup_message_body_flatten (body);
-  g_autofree char *id = g_strdup_printf ("http-%" G_GUINT64_FORMAT, ++server->next_id);
+  /* The client's request_id (else http-N) and deadline_ms (else the pipeline's). */
+  Peek peek = {0, NULL};
+  const void *bytes = g_bytes_get_data (payload, NULL);
+  if (format == SEDP_PROTOCOL_JSON)
+    peek_json (bytes, g_bytes_get_size (payload), &peek);
+  else
+    peek_protobuf (bytes, g_bytes_get_size (payload), &peek);
+  g_autofree char *id = peek.request_id ? peek.request_id
+                                        : g_strdup_printf ("http-%" G_GUINT64_FORMAT, ++server->next_id);
   SedpRequest *request = sedp_request_new (id, 0);
   sedp_request_set_payload (request, payload,
                             format == SEDP_PROTOCOL_JSON ? SEDP_PROTOCOL_CONTENT_TYPE_JSON
                                                          : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
-  /* The client's deadline_ms (0: the pipeline's). */
-  guint deadline_ms = format == SEDP_PROTOCOL_JSON
-                          ? json_deadline_ms (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload))
-                          : protobuf_deadline_ms (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload));
-  if (deadline_ms)
-    sedp_request_set_timeout (request, (gint64) deadline_ms * 1000);
+  if (peek.deadline_ms)
+    sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
   Pending *p = g_new0 (Pending, 1);
   p->server = server;
   p->served = served;

@@ -246,6 +246,7 @@ test_predict_and_endpoints (void)
       r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
   CU_ASSERT_PTR_NOT_NULL_FATAL (m);
   CU_ASSERT_EQUAL (m->status, SEDP__SERVING__PREDICT_RESPONSE__STATUS__OK);
+  CU_ASSERT_STRING_EQUAL (m->request_id, "pb");
   CU_ASSERT_EQUAL_FATAL (m->n_items, 5);
   for (guint i = 0; i < 5; i++) {
     CU_ASSERT_EQUAL (m->items[i]->id, 100 + i);
@@ -257,13 +258,15 @@ test_predict_and_endpoints (void)
   resp_clear (&r);
 
   /* JSON, on the second pipeline: the response in JSON. */
-  predict_json (s.port, "other", "{\"items\": [{\"id\": 1}, {\"id\": \"2\"}, {\"id\": 3}], \"top_k\": 1}", &r);
+  predict_json (s.port, "other",
+                "{\"items\": [{\"id\": 1}, {\"id\": \"2\"}, {\"id\": 3}], \"top_k\": 1, \"request_id\": \"j-1\"}", &r);
   CU_ASSERT_EQUAL (r.status, 200);
   CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "content-type: application/json"));
   g_autoptr (JsonParser) parser = json_parser_new ();
   CU_ASSERT_TRUE_FATAL (r.body && json_parser_load_from_data (parser, r.body, (gssize) r.body_len, NULL));
   JsonObject *o = json_node_get_object (json_parser_get_root (parser));
   CU_ASSERT_STRING_EQUAL (json_object_get_string_member (o, "status"), "OK");
+  CU_ASSERT_STRING_EQUAL (json_object_get_string_member (o, "request_id"), "j-1");
   JsonArray *items = json_object_get_array_member (o, "items");
   CU_ASSERT_EQUAL_FATAL (json_array_get_length (items), 3);
   CU_ASSERT_EQUAL (json_object_get_int_member (json_array_get_object_element (items, 2), "id"), 3);
