@@ -589,6 +589,44 @@ test_client_disconnect (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* Feedback invalidates the user's cached scores in the served pipeline's query cache. */
+static void
+test_feedback_invalidates (void)
+{
+  const char *qc = "[pipeline]\nname = qc\ndeadline_ms = 30000\n"
+                   "[stage reader]\nplugin = data_reader\n"
+                   "[stage lookup]\nplugin = query_cache\nafter = reader\nmode = lookup\ncache = srv\n"
+                   "[stage score]\nplugin = synthetic_work\nafter = lookup\noutput = score\n"
+                   "[stage store]\nplugin = query_cache\nafter = score\nmode = store\ncache = srv\n";
+  const char *pipelines[] = {qc, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  const char *req = "{\"user\": {\"id\": 7}, \"items\": [{\"id\": 1}, {\"id\": 2}, {\"id\": 3}]}";
+  const char *want[] = {"SCORED", "CACHED", NULL};
+  for (guint round = 0; round < 2; round++) {
+    Resp r;
+    predict_json (s.port, "qc", req, &r);
+    CU_ASSERT_EQUAL (r.status, 200);
+    g_autofree char *needle = g_strdup_printf ("\"%s\"", want[round]);
+    CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, needle));
+    resp_clear (&r);
+  }
+  Resp r;
+  const char *fb = "{\"user_id\": 7}";
+  http (s.port, "POST", "/v1/feedback", "application/json", fb, strlen (fb), &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  if (r.body && !strstr (r.body, "\"invalidated\" : 3"))
+    fprintf (stderr, "\n  feedback: %s\n", r.body);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"invalidated\" : 3"));
+  resp_clear (&r);
+  predict_json (s.port, "qc", req, &r);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"SCORED\""));
+  CU_ASSERT_PTR_NULL (r.body && strstr (r.body, "\"CACHED\""));
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -628,6 +666,7 @@ main (void)
     T (test_client_deadline),
     T (test_sigterm_drains),
     T (test_client_disconnect),
+    T (test_feedback_invalidates),
     T (test_command_line),
 #undef T
   };
