@@ -536,7 +536,16 @@ test_sigterm_drains (void)
     return;
   Call c = {s.port, "slow", {0}};
   GThread *t = g_thread_new ("client", call_thread, &c);
-  g_usleep (200000);
+  /* Signal once the request is in flight. */
+  for (guint i = 0; i < 500; i++) {
+    Resp l;
+    get (s.port, "/v1/pipelines", &l);
+    gboolean inflight = l.body && strstr (l.body, "\"inflight\" : 1");
+    resp_clear (&l);
+    if (inflight)
+      break;
+    g_usleep (10000);
+  }
   g_subprocess_send_signal (s.proc, SIGTERM);
   s.signaled = TRUE;
   g_usleep (100000);
