@@ -532,7 +532,6 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
     g_autoptr (GString) text = g_string_new (NULL);
     sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (s->pipeline), text);
     g_autofree char *label = g_strdup_printf ("{pipeline=\"%s\",", s->name);
-    g_string_replace (text, "{", label, 0);
     g_auto (GStrv) lines = g_strsplit (text->str, "\n", -1);
     GString *family = NULL;
     for (char **l = lines; *l; l++) {
@@ -553,8 +552,14 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
           g_string_append_printf (family, "%s\n", *l);
         continue;
       }
-      if (family)
-        g_string_append_printf (family, "%s\n", *l);
+      if (family) {
+        /* A sample: the pipeline label first (HELP texts are left as they are). */
+        const char *brace = strchr (*l, '{');
+        if (brace)
+          g_string_append_printf (family, "%.*s%s%s\n", (int) (brace - *l), *l, label, brace + 1);
+        else
+          g_string_append_printf (family, "%s\n", *l);
+      }
     }
   }
   GString *out = g_string_new (NULL);
