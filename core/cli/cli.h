@@ -7,6 +7,7 @@
 
 /* Each subcommand gets its arguments without the program name: argv[0] is the subcommand. It
  * returns the process exit status. */
+int sedp_cmd_bench (int argc, char **argv);
 int sedp_cmd_check (int argc, char **argv);
 int sedp_cmd_cube (int argc, char **argv);
 int sedp_cmd_inspect (int argc, char **argv);
