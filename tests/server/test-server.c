@@ -507,6 +507,9 @@ test_client_deadline (void)
   resp_clear (&r);
   g_autoptr (GBytes) pb = make_protobuf (2, 1, 100);
   predict (s.port, "slow", "application/x-protobuf", pb, &r);
+  if (r.status != 504)
+    fprintf (stderr, "\n  protobuf with deadline_ms 100: status %d, body %.*s\n", r.status,
+             (int) MIN (r.body_len, 300), r.body ? r.body : "");
   CU_ASSERT_EQUAL (r.status, 504);
   Sedp__Serving__PredictResponse *m =
       r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
