@@ -11,7 +11,7 @@
  * 5. prints RESULT e2e_items_per_s, model_items_per_s, e2e_over_model, e2e_p99_ms, e2e_errors.
  *
  * Options: --concurrency C (default 16), --duration S (default 60), --parallelism P (default: as
- * the pipeline file), --items M (default 300), --model-seconds S (default 10).
+ * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file), --items M (default 300), --model-seconds S (default 10).
  * See docs/load-testing.md. */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -70,13 +70,15 @@ result_value (const char *out, const char *key)
 int
 main (int argc, char **argv)
 {
-  gint concurrency = 16, parallelism = 0, items = 300;
+  gint concurrency = 16, parallelism = 0, reader_par = 0, items = 300;
   gdouble duration = 60, model_seconds = 10;
   const GOptionEntry entries[] = {
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 16)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds of load (default 60)", "S"},
     {"parallelism", 'p', 0, G_OPTION_ARG_INT, &parallelism,
      "Model stage workers in the served copy (default: the pipeline file's)", "P"},
+    {"reader-parallelism", 0, 0, G_OPTION_ARG_INT, &reader_par,
+     "Reader (protobuf decoding) stage workers in the served copy (default: the pipeline file's)", "R"},
     {"items", 0, 0, G_OPTION_ARG_INT, &items, "Items per request (default 300)", "M"},
     {"model-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &model_seconds,
      "Seconds of sedp model bench (default 10)", "S"},
@@ -89,7 +91,7 @@ main (int argc, char **argv)
     fprintf (stderr, "e2e: %s\n", error->message);
     return 2;
   }
-  if (concurrency < 1 || duration <= 0 || parallelism < 0 || items < 1 || model_seconds <= 0) {
+  if (concurrency < 1 || duration <= 0 || parallelism < 0 || reader_par < 0 || items < 1 || model_seconds <= 0) {
     fprintf (stderr, "e2e: bad option value\n");
     return 2;
   }
@@ -126,14 +128,19 @@ main (int argc, char **argv)
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
   GString *copy = g_string_new (NULL);
   gint frame_rows = 64, model_par = 1;
-  gboolean in_model = FALSE;
+  gboolean in_model = FALSE, in_reader = FALSE;
   for (guint i = 0; lines[i]; i++) {
     char *l = lines[i];
     if (l[0] == '[') {
       if (in_model && parallelism > 0)
         g_string_append_printf (copy, "parallelism = %d\n", parallelism);
+      if (in_reader && reader_par > 0)
+        g_string_append_printf (copy, "parallelism = %d\n", reader_par);
       in_model = strcmp (l, "[stage model]") == 0;
+      in_reader = strcmp (l, "[stage reader]") == 0;
     }
+    if (in_reader && reader_par > 0 && g_str_has_prefix (l, "parallelism"))
+      continue;
     if (g_str_has_prefix (l, "frame_rows"))
       frame_rows = atoi (strchr (l, '=') + 1);
     if (in_model && g_str_has_prefix (l, "parallelism")) {
@@ -149,6 +156,8 @@ main (int argc, char **argv)
   }
   if (in_model && parallelism > 0)
     g_string_append_printf (copy, "parallelism = %d\n", parallelism);
+  if (in_reader && reader_par > 0)
+    g_string_append_printf (copy, "parallelism = %d\n", reader_par);
   if (parallelism > 0)
     model_par = parallelism;
   g_autofree char *tmp = g_dir_make_tmp ("sedp-e2e-XXXXXX", &error);
@@ -226,9 +235,12 @@ main (int argc, char **argv)
     goto out;
   fputs (model, stderr);
 
+  char reader_s[16] = "file";
+  if (reader_par > 0)
+    g_snprintf (reader_s, sizeof reader_s, "%d", reader_par);
   double e2e_items = result_value (e2e, "items_per_s"), model_items = result_value (model, "rows_per_s");
-  printf ("RESULT e2e_concurrency=%d e2e_duration_s=%g model_batch=%d model_threads=%d\n", concurrency,
-          duration, frame_rows, model_par);
+  printf ("RESULT e2e_concurrency=%d e2e_duration_s=%g model_batch=%d model_threads=%d reader_workers=%s\n",
+          concurrency, duration, frame_rows, model_par, reader_s);
   printf ("RESULT e2e_items_per_s=%.1f\n", e2e_items);
   printf ("RESULT model_items_per_s=%.1f\n", model_items);
   printf ("RESULT e2e_over_model=%.3f\n", model_items > 0 ? e2e_items / model_items : 0);

@@ -417,7 +417,7 @@ typedef struct {
 struct Bench {
   GArray *reqs;
   guint next;
-  gboolean protobuf;
+  gboolean protobuf, quiet;
   gint64 t0, end;
   guint active;
   GMainLoop *loop;
@@ -565,7 +565,8 @@ run_in_process (Bench *b, Client *clients, guint n)
     Client *c = g_async_queue_timeout_pop (b->done, 100000);
     gint64 now = g_get_monotonic_time ();
     if (now >= next_tick) {
-      print_progress (b, FALSE);
+      if (!b->quiet)
+        print_progress (b, FALSE);
       next_tick += G_USEC_PER_SEC;
     }
     if (c == NULL)
@@ -682,6 +683,7 @@ sedp_cmd_bench (int argc, char **argv)
   Bench b = {0};
   b.reqs = reqs;
   b.protobuf = protobuf;
+  b.quiet = quiet;
   b.lat_ms = g_array_new (FALSE, FALSE, sizeof (double));
   Client *clients = g_new0 (Client, concurrency);
   for (gint i = 0; i < concurrency; i++)
