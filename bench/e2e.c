@@ -10,7 +10,7 @@
  *    model stage's parallelism (1 in pipelines/ctr.pipeline, else --parallelism);
  * 5. prints RESULT e2e_items_per_s, model_items_per_s, e2e_over_model, e2e_p99_ms, e2e_errors.
  *
- * Options: --concurrency C (default 16), --duration S (default 60), --parallelism P (default: as
+ * Options: --concurrency C (default 8), --duration S (default 60), --parallelism P (default: as
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file), --items M (default 300), --model-seconds S (default 10).
  * See docs/load-testing.md. */
 #include <glib.h>
@@ -70,10 +70,10 @@ result_value (const char *out, const char *key)
 int
 main (int argc, char **argv)
 {
-  gint concurrency = 16, parallelism = 0, reader_par = 0, items = 300;
+  gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300;
   gdouble duration = 60, model_seconds = 10;
   const GOptionEntry entries[] = {
-    {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 16)", "C"},
+    {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 8)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds of load (default 60)", "S"},
     {"parallelism", 'p', 0, G_OPTION_ARG_INT, &parallelism,
      "Model stage workers in the served copy (default: the pipeline file's)", "P"},
