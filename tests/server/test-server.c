@@ -120,7 +120,11 @@ http (guint port, const char *method, const char *path, const char *ctype, const
   int fd = socket (AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((guint16) port)};
   sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-  if (connect (fd, (struct sockaddr *) &sa, sizeof sa) != 0) {
+  int rc;
+  while ((rc = connect (fd, (struct sockaddr *) &sa, sizeof sa)) != 0 && errno == EINTR)
+    ;
+  if (rc != 0) {
+    fprintf (stderr, "\n  connect to port %u: %s\n", port, g_strerror (errno));
     close (fd);
     return;
   }
@@ -136,6 +140,8 @@ http (guint port, const char *method, const char *path, const char *ctype, const
   gsize off = 0;
   while (off < req->len) {
     ssize_t n = send (fd, req->str + off, req->len - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n <= 0)
       break; /* the server may answer (413) and close before reading everything */
     off += (gsize) n;
@@ -144,8 +150,13 @@ http (guint port, const char *method, const char *path, const char *ctype, const
   guint8 buf[65536];
   for (;;) {
     ssize_t n = recv (fd, buf, sizeof buf, 0);
-    if (n <= 0)
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n < 0)
+        fprintf (stderr, "\n  recv from port %u: %s\n", port, g_strerror (errno));
       break;
+    }
     g_byte_array_append (in, buf, (guint) n);
   }
   close (fd);
@@ -507,9 +518,21 @@ test_client_deadline (void)
   resp_clear (&r);
   g_autoptr (GBytes) pb = make_protobuf (2, 1, 100);
   predict (s.port, "slow", "application/x-protobuf", pb, &r);
-  if (r.status != 504)
+  if (r.status != 504) {
     fprintf (stderr, "\n  protobuf with deadline_ms 100: status %d, body %.*s\n", r.status,
              (int) MIN (r.body_len, 300), r.body ? r.body : "");
+    if (r.status == 0) {
+      /* No answer: show what the server said (it is stopped first, so the read ends). */
+      g_subprocess_send_signal (s.proc, SIGTERM);
+      g_subprocess_wait (s.proc, NULL, NULL);
+      g_autofree char *rest = NULL;
+      gsize n = 0;
+      rest = g_data_input_stream_read_upto (s.err, "", 0, &n, NULL, NULL);
+      fprintf (stderr, "  server exit %d, stderr:\n%s\n", g_subprocess_get_status (s.proc),
+               rest ? rest : "");
+      s.signaled = TRUE;
+    }
+  }
   CU_ASSERT_EQUAL (r.status, 504);
   Sedp__Serving__PredictResponse *m =
       r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
