@@ -567,7 +567,8 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   resp.items = item_ptrs;
   g_autofree guint32 *top = NULL;
   if (top_k > 0) {
-    qsort (ranked->data, ranked->len, sizeof (Ranked), ranked_cmp);
+    if (ranked->len > 1) /* an empty array has no data pointer to hand to qsort */
+      qsort (ranked->data, ranked->len, sizeof (Ranked), ranked_cmp);
     resp.n_top_k = MIN (top_k, ranked->len);
     top = g_new0 (guint32, MAX (resp.n_top_k, 1));
     for (gsize k = 0; k < resp.n_top_k; k++)
