@@ -1,4 +1,5 @@
-#!/bin/sh
+#!/usr/bin/env sh
+# (env first: under the valgrind test setup, valgrind then checks env, not the shell.)
 # sedp bench: a short closed-loop run against `sedp serve` (JSON and protobuf) and one in process;
 # checks the RESULT lines (requests > 0, errors = 0) and the argument errors.
 # Usage: test-loadgen.sh SEDP_BINARY   (SEDP_PLUGIN_PATH set by meson)
