@@ -1,6 +1,7 @@
 /* sedp — the serving protocol: PredictRequest (protobuf or JSON) → frames, result →
- * PredictResponse. Features are turned into JSON values and typed by the JSON Lines reader's
- * rules (sedp_frame_from_json_objects()), so both front ends type columns the same way. */
+ * PredictResponse. Both front ends type columns by the JSON Lines reader's rules: JSON requests
+ * through sedp_frame_from_json_objects(), protobuf ones straight from the Feature oneofs with the
+ * same rules (no JSON values built). */
 #include "protocol.h"
 
 #include "request-file.h"
@@ -35,44 +36,6 @@ sedp_protocol_request_clear (SedpProtocolRequest *req)
   req->deadline_ms = req->top_k = 0;
 }
 
-/* ---- protobuf → JSON values ---- */
-
-static JsonNode *
-node_from_feature (const Sedp__Serving__Feature *f)
-{
-  JsonNode *n = NULL;
-  switch (f->value_case) {
-  case SEDP__SERVING__FEATURE__VALUE_INT_VALUE:
-    n = json_node_init_int (json_node_alloc (), f->int_value);
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_FLOAT_VALUE:
-    n = json_node_init_double (json_node_alloc (), f->float_value);
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_STRING_VALUE:
-    n = json_node_init_string (json_node_alloc (), f->string_value);
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_IDS: {
-    JsonArray *a = json_array_new ();
-    for (size_t i = 0; f->ids && i < f->ids->n_ids; i++)
-      json_array_add_int_element (a, (gint64) f->ids->ids[i]); /* bits kept: idlists are uint64 */
-    n = json_node_init_array (json_node_alloc (), a);
-    json_array_unref (a);
-    break;
-  }
-  case SEDP__SERVING__FEATURE__VALUE_FLOATS: {
-    JsonArray *a = json_array_new ();
-    for (size_t i = 0; f->floats && i < f->floats->n_values; i++)
-      json_array_add_double_element (a, f->floats->values[i]);
-    n = json_node_init_array (json_node_alloc (), a);
-    json_array_unref (a);
-    break;
-  }
-  default:
-    break;
-  }
-  return n;
-}
-
 static gboolean
 id_to_node (guint64 id, const char *path, JsonObject *row, const char *column, GError **error)
 {
@@ -83,34 +46,331 @@ id_to_node (guint64 id, const char *path, JsonObject *row, const char *column, G
   return TRUE;
 }
 
-/* Rows of the request built from a protobuf message. */
-static gboolean
-rows_from_protobuf (const Sedp__Serving__PredictRequest *m, JsonObject *user, JsonObject **items,
-                    GError **error)
+/* ---- protobuf → frames, directly ----
+ * The same typing as sedp_frame_from_json_objects() (request-file.c) gives the JSON values that
+ * the features stand for, without building them: int_value is an integer, float_value a number,
+ * string_value a string, ids an array of integers, floats an array of numbers (an empty one counts
+ * as an array of integers, as [] does in JSON). Columns appear in first-seen order; a feature that
+ * comes twice in one row keeps its first place and its last value, like a JSON object member. */
+
+typedef enum { KIND_NONE, KIND_INT, KIND_FLOAT, KIND_IDLIST, KIND_VECTOR, KIND_STRING } Kind;
+
+typedef enum { SRC_NONE, SRC_INT, SRC_FLOAT, SRC_STRING, SRC_IDS, SRC_FLOATS } Source;
+
+typedef struct {
+  Source src;
+  guint n; /* SRC_IDS / SRC_FLOATS */
+  union {
+    gint64 i;
+    double d;
+    const char *s;
+    const uint64_t *ids;
+    const float *floats;
+  } v;
+} PbValue;
+
+typedef struct {
+  const char *name;
+  Kind kind;
+  guint width;     /* KIND_VECTOR */
+  guint first_row; /* where the kind was first seen, for messages */
+  guint n_values;  /* KIND_IDLIST total */
+  guint seen;      /* 1 + the last row that has it */
+  PbValue *vals;   /* one per row; SRC_NONE where missing */
+} PbColumn;
+
+typedef struct {
+  const char *what; /* "items" or "user" */
+  guint n_rows;
+  GHashTable *index; /* name → 1 + position in columns */
+  GArray *columns;   /* PbColumn */
+  GArray *row_order; /* guint: the columns of the current row, in first-seen order */
+} PbBuilder;
+
+static const char *
+kind_name (Kind k)
 {
-  if (m->user) {
-    if (!id_to_node (m->user->id, "user.id", user, "user_id", error))
+  static const char *const names[] = {"nothing", "an integer", "a number", "an array of integers",
+                                      "an array of numbers", "a string"};
+  return names[k];
+}
+
+static void
+pb_builder_init (PbBuilder *b, const char *what, guint n_rows)
+{
+  b->what = what;
+  b->n_rows = n_rows;
+  b->index = g_hash_table_new (g_str_hash, g_str_equal);
+  b->columns = g_array_new (FALSE, TRUE, sizeof (PbColumn));
+  b->row_order = g_array_new (FALSE, FALSE, sizeof (guint));
+}
+
+static void
+pb_builder_clear (PbBuilder *b)
+{
+  for (guint i = 0; i < b->columns->len; i++)
+    g_free (g_array_index (b->columns, PbColumn, i).vals);
+  g_array_unref (b->columns);
+  g_array_unref (b->row_order);
+  g_hash_table_unref (b->index);
+}
+
+static void
+pb_set (PbBuilder *b, guint row, const char *name, const PbValue *v)
+{
+  guint pos = GPOINTER_TO_UINT (g_hash_table_lookup (b->index, name));
+  if (pos == 0) {
+    PbColumn c = {.name = name, .vals = g_new0 (PbValue, MAX (b->n_rows, 1))};
+    g_array_append_val (b->columns, c);
+    pos = b->columns->len;
+    g_hash_table_insert (b->index, (gpointer) name, GUINT_TO_POINTER (pos));
+  }
+  PbColumn *c = &g_array_index (b->columns, PbColumn, pos - 1);
+  if (c->seen != row + 1) {
+    c->seen = row + 1;
+    guint idx = pos - 1;
+    g_array_append_val (b->row_order, idx);
+  }
+  c->vals[row] = *v;
+}
+
+static gboolean
+pb_set_feature (PbBuilder *b, guint row, const char *name, const Sedp__Serving__Feature *f)
+{
+  PbValue v = {SRC_NONE};
+  if (f == NULL)
+    return FALSE;
+  switch (f->value_case) {
+  case SEDP__SERVING__FEATURE__VALUE_INT_VALUE:
+    v.src = SRC_INT;
+    v.v.i = f->int_value;
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_FLOAT_VALUE:
+    v.src = SRC_FLOAT;
+    v.v.d = f->float_value;
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_STRING_VALUE:
+    v.src = SRC_STRING;
+    v.v.s = f->string_value ? f->string_value : "";
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_IDS:
+    v.src = SRC_IDS;
+    v.n = f->ids ? (guint) f->ids->n_ids : 0;
+    v.v.ids = v.n ? f->ids->ids : NULL;
+    break;
+  case SEDP__SERVING__FEATURE__VALUE_FLOATS:
+    v.src = SRC_FLOATS;
+    v.n = f->floats ? (guint) f->floats->n_values : 0;
+    v.v.floats = v.n ? f->floats->values : NULL;
+    break;
+  default:
+    return FALSE;
+  }
+  pb_set (b, row, name, &v);
+  return TRUE;
+}
+
+static Kind
+pb_kind (const PbValue *v, guint *width)
+{
+  switch (v->src) {
+  case SRC_INT:
+    return KIND_INT;
+  case SRC_FLOAT:
+    return KIND_FLOAT;
+  case SRC_STRING:
+    return KIND_STRING;
+  case SRC_IDS:
+    *width = v->n;
+    return KIND_IDLIST;
+  case SRC_FLOATS:
+    *width = v->n;
+    return v->n ? KIND_VECTOR : KIND_IDLIST; /* [] is all integers */
+  default:
+    return KIND_NONE;
+  }
+}
+
+/* merge_kind() of request-file.c, for one value of @row. */
+static gboolean
+pb_merge (PbColumn *f, const PbValue *v, guint row, const char *what, GError **error)
+{
+  guint width = 0;
+  Kind k = pb_kind (v, &width);
+  if (k == KIND_NONE)
+    return TRUE;
+  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
+    k = KIND_VECTOR; /* [1, 2] among float vectors */
+  if (f->kind == KIND_NONE) {
+    f->kind = k;
+    f->width = width;
+    f->first_row = row;
+  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
+    f->kind = KIND_FLOAT;
+  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
+    /* stays float */
+  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
+    f->kind = KIND_VECTOR;
+  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
+    g_autofree char *mine = k == KIND_VECTOR ? g_strdup_printf ("%s of length %u", kind_name (k), width)
+                                             : g_strdup (kind_name (k));
+    g_autofree char *theirs = f->kind == KIND_VECTOR
+                                  ? g_strdup_printf ("%s of length %u", kind_name (f->kind), f->width)
+                                  : g_strdup (kind_name (f->kind));
+    return invalid (error, "%s[%u].%s: %s, but %s[%u] has %s", what, row, f->name, mine, what,
+                    f->first_row, theirs);
+  }
+  if (k == KIND_IDLIST)
+    f->n_values += width;
+  return TRUE;
+}
+
+/* Types the columns of @row once all its values are set. */
+static gboolean
+pb_end_row (PbBuilder *b, guint row, GError **error)
+{
+  for (guint i = 0; i < b->row_order->len; i++) {
+    PbColumn *c = &g_array_index (b->columns, PbColumn, g_array_index (b->row_order, guint, i));
+    if (!pb_merge (c, &c->vals[row], row, b->what, error))
       return FALSE;
-    for (size_t k = 0; k < m->user->n_features; k++) {
-      const Sedp__Serving__User__FeaturesEntry *e = m->user->features[k];
-      if (e->value && e->value->value_case != SEDP__SERVING__FEATURE__VALUE__NOT_SET)
-        json_object_set_member (user, e->key, node_from_feature (e->value));
+  }
+  g_array_set_size (b->row_order, 0);
+  return TRUE;
+}
+
+static SedpFrame *
+pb_builder_frame (PbBuilder *b)
+{
+  guint n_rows = b->n_rows;
+  SedpFrame *frame = sedp_frame_new (n_rows);
+  for (guint i = 0; i < b->columns->len; i++) {
+    PbColumn *f = &g_array_index (b->columns, PbColumn, i);
+    if (f->kind == KIND_NONE)
+      continue;
+    if (f->kind == KIND_IDLIST) {
+      guint32 *offsets;
+      guint64 *values = sedp_column_idlist_data (sedp_frame_add_idlist (frame, f->name, f->n_values), &offsets);
+      guint pos = 0;
+      for (guint r = 0; r < n_rows; r++) {
+        offsets[r] = pos;
+        const PbValue *v = &f->vals[r];
+        if (v->src == SRC_IDS && v->n) {
+          memcpy (values + pos, v->v.ids, (gsize) v->n * sizeof (guint64));
+          pos += v->n;
+        }
+      }
+      offsets[n_rows] = pos;
+      continue;
+    }
+    SedpColumnType type = f->kind == KIND_INT      ? SEDP_COLUMN_INT64
+                          : f->kind == KIND_STRING ? SEDP_COLUMN_STRING
+                                                   : SEDP_COLUMN_FLOAT32;
+    guint width = f->kind == KIND_VECTOR ? MAX (f->width, 1) : 1;
+    SedpColumn *col = sedp_frame_add_column (frame, f->name, type, width);
+    if (type == SEDP_COLUMN_STRING) {
+      for (guint r = 0; r < n_rows; r++)
+        if (f->vals[r].src == SRC_STRING)
+          sedp_column_set_string (col, r, f->vals[r].v.s);
+    } else if (type == SEDP_COLUMN_INT64) {
+      gint64 *dst = sedp_column_int64_data (col);
+      for (guint r = 0; r < n_rows; r++)
+        if (f->vals[r].src == SRC_INT)
+          dst[r] = f->vals[r].v.i;
+    } else if (f->kind == KIND_VECTOR) {
+      float *data = sedp_column_float32_data (col);
+      for (guint r = 0; r < n_rows; r++) {
+        const PbValue *v = &f->vals[r];
+        float *dst = data + (gsize) r * width;
+        guint n = MIN (v->n, width);
+        if (v->src == SRC_FLOATS) {
+          memcpy (dst, v->v.floats, (gsize) n * sizeof (float));
+        } else if (v->src == SRC_IDS) {
+          for (guint k = 0; k < n; k++) /* as the JSON integer the id stands for */
+            dst[k] = (float) (double) (gint64) v->v.ids[k];
+        }
+      }
+    } else {
+      float *dst = sedp_column_float32_data (col);
+      for (guint r = 0; r < n_rows; r++) {
+        const PbValue *v = &f->vals[r];
+        if (v->src == SRC_FLOAT)
+          dst[r] = (float) v->v.d;
+        else if (v->src == SRC_INT)
+          dst[r] = (float) (double) v->v.i;
+      }
     }
   }
-  for (size_t i = 0; i < m->n_items; i++) {
+  return frame;
+}
+
+static gboolean
+check_id (guint64 id, const char *path, const char *column, GError **error)
+{
+  if (id > (guint64) G_MAXINT64)
+    return invalid (error, "%s: %" G_GUINT64_FORMAT " does not fit the int64 column %s (ids up to "
+                    "2^63-1; send larger ids as an 'ids' feature, stored as uint64)", path, id, column);
+  return TRUE;
+}
+
+/* Every id fits its int64 column (checked before any typing, as the JSON route does). */
+static gboolean
+check_protobuf_ids (const Sedp__Serving__PredictRequest *m, GError **error)
+{
+  if (m->user && !check_id (m->user->id, "user.id", "user_id", error))
+    return FALSE;
+  for (size_t i = 0; i < m->n_items; i++)
+    if (m->items[i]->id > (guint64) G_MAXINT64) {
+      g_autofree char *path = g_strdup_printf ("items[%zu].id", i);
+      return check_id (m->items[i]->id, path, "item_id", error);
+    }
+  return TRUE;
+}
+
+/* The items frame, and the user's columns merged into @request_frame (when given). */
+static gboolean
+frames_from_protobuf (const Sedp__Serving__PredictRequest *m, SedpFrame *request_frame,
+                      SedpProtocolRequest *out, GError **error)
+{
+  PbBuilder b;
+  pb_builder_init (&b, "items", (guint) m->n_items);
+  for (guint i = 0; i < m->n_items; i++) {
     const Sedp__Serving__Item *it = m->items[i];
     for (size_t k = 0; k < it->n_features; k++) {
       const Sedp__Serving__Item__FeaturesEntry *e = it->features[k];
-      if (e->value && e->value->value_case != SEDP__SERVING__FEATURE__VALUE__NOT_SET)
-        json_object_set_member (items[i], e->key, node_from_feature (e->value));
+      pb_set_feature (&b, i, e->key, e->value);
     }
-    if (it->escore_present_case == SEDP__SERVING__ITEM__ESCORE_PRESENT_ESCORE)
-      json_object_set_double_member (items[i], "escore", it->escore);
-    g_autofree char *path = g_strdup_printf ("items[%zu].id", i);
-    if (!id_to_node (it->id, path, items[i], "item_id", error))
+    if (it->escore_present_case == SEDP__SERVING__ITEM__ESCORE_PRESENT_ESCORE) {
+      PbValue v = {.src = SRC_FLOAT, .v.d = it->escore};
+      pb_set (&b, i, "escore", &v);
+    }
+    PbValue id = {.src = SRC_INT, .v.i = (gint64) it->id};
+    pb_set (&b, i, "item_id", &id);
+    if (!pb_end_row (&b, i, error)) {
+      pb_builder_clear (&b);
       return FALSE;
+    }
   }
-  return TRUE;
+  out->items = pb_builder_frame (&b);
+  pb_builder_clear (&b);
+  if (request_frame == NULL)
+    return TRUE;
+  pb_builder_init (&b, "user", 1);
+  if (m->user) {
+    PbValue id = {.src = SRC_INT, .v.i = (gint64) m->user->id};
+    pb_set (&b, 0, "user_id", &id);
+    for (size_t k = 0; k < m->user->n_features; k++) {
+      const Sedp__Serving__User__FeaturesEntry *e = m->user->features[k];
+      pb_set_feature (&b, 0, e->key, e->value);
+    }
+  }
+  gboolean ok = pb_end_row (&b, 0, error);
+  if (ok) {
+    SedpFrame *uf = pb_builder_frame (&b);
+    sedp_frame_merge_columns (request_frame, uf);
+    sedp_frame_unref (uf);
+  }
+  pb_builder_clear (&b);
+  return ok;
 }
 
 /* ---- JSON ---- */
@@ -397,11 +657,34 @@ sedp_protocol_decode_request (const guint8 *data, gsize size, const char *conten
     format = resolve_format (data, size, content_type, error);
   if (format == SEDP_PROTOCOL_AUTO)
     return FALSE;
-  g_autoptr (JsonObject) user = json_object_new ();
-  g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
   gboolean ok;
   if (format == SEDP_PROTOCOL_JSON) {
+    g_autoptr (JsonObject) user = json_object_new ();
+    g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
     ok = decode_json (data, size, max_items, out, user, rows, error);
+    if (ok && out->deadline_ms > MAX_DEADLINE_MS)
+      ok = invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
+    if (ok && out->top_k > rows->len)
+      out->top_k = rows->len;
+    if (ok) {
+      g_autoptr (GError) local = NULL;
+      out->items = sedp_frame_from_json_objects ((JsonObject **) rows->pdata, rows->len, "request",
+                                                 "items", &local);
+      SedpFrame *uf = NULL;
+      if (out->items && request_frame) {
+        JsonObject *u = user;
+        uf = sedp_frame_from_json_objects (&u, 1, "request", "user", &local);
+        if (uf) {
+          sedp_frame_merge_columns (request_frame, uf);
+          sedp_frame_unref (uf);
+        }
+      }
+      if (local) {
+        /* "request: items[3].x: …" → "invalid request: items[3].x: …" */
+        const char *msg = g_str_has_prefix (local->message, "request: ") ? local->message + 9 : local->message;
+        ok = invalid (error, "%s", msg);
+      }
+    }
   } else {
     Sedp__Serving__PredictRequest *m = sedp__serving__predict_request__unpack (NULL, size, data);
     if (m == NULL) {
@@ -412,38 +695,19 @@ sedp_protocol_decode_request (const guint8 *data, gsize size, const char *conten
     } else if (m->n_items > max_items) {
       ok = invalid (error, "items: %zu items, more than the limit of %u", m->n_items, max_items);
     } else {
-      for (size_t i = 0; i < m->n_items; i++)
-        g_ptr_array_add (rows, json_object_new ());
       out->request_id = *m->request_id ? g_strdup (m->request_id) : NULL;
       out->deadline_ms = m->deadline_ms;
       out->top_k = m->top_k;
-      ok = rows_from_protobuf (m, user, (JsonObject **) rows->pdata, error);
+      ok = check_protobuf_ids (m, error);
+      if (ok && out->deadline_ms > MAX_DEADLINE_MS)
+        ok = invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
+      if (ok && out->top_k > m->n_items)
+        out->top_k = (guint) m->n_items;
+      if (ok)
+        ok = frames_from_protobuf (m, request_frame, out, error);
     }
     if (m)
       sedp__serving__predict_request__free_unpacked (m, NULL);
-  }
-  if (ok && out->deadline_ms > MAX_DEADLINE_MS)
-    ok = invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
-  if (ok && out->top_k > rows->len)
-    out->top_k = rows->len;
-  if (ok) {
-    g_autoptr (GError) local = NULL;
-    out->items = sedp_frame_from_json_objects ((JsonObject **) rows->pdata, rows->len, "request",
-                                               "items", &local);
-    SedpFrame *uf = NULL;
-    if (out->items && request_frame) {
-      JsonObject *u = user;
-      uf = sedp_frame_from_json_objects (&u, 1, "request", "user", &local);
-      if (uf) {
-        sedp_frame_merge_columns (request_frame, uf);
-        sedp_frame_unref (uf);
-      }
-    }
-    if (local) {
-      /* "request: items[3].x: …" → "invalid request: items[3].features.x: …" */
-      const char *msg = g_str_has_prefix (local->message, "request: ") ? local->message + 9 : local->message;
-      ok = invalid (error, "%s", msg);
-    }
   }
   if (!ok)
     sedp_protocol_request_clear (out);
