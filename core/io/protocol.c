@@ -4,6 +4,7 @@
  * same rules (no JSON values built). */
 #include "protocol.h"
 
+#include "column-kind.h"
 #include "request-file.h"
 #include "../runtime/frame-private.h"
 #include "sedp.pb-c.h"
@@ -53,8 +54,6 @@ id_to_node (guint64 id, const char *path, JsonObject *row, const char *column, G
  * as an array of integers, as [] does in JSON). Columns appear in first-seen order; a feature that
  * comes twice in one row keeps its first place and its last value, like a JSON object member. */
 
-typedef enum { KIND_NONE, KIND_INT, KIND_FLOAT, KIND_IDLIST, KIND_VECTOR, KIND_STRING } Kind;
-
 typedef enum { SRC_NONE, SRC_INT, SRC_FLOAT, SRC_STRING, SRC_IDS, SRC_FLOATS } Source;
 
 typedef struct {
@@ -70,11 +69,7 @@ typedef struct {
 } PbValue;
 
 typedef struct {
-  const char *name;
-  Kind kind;
-  guint width;     /* KIND_VECTOR */
-  guint first_row; /* where the kind was first seen, for messages */
-  guint n_values;  /* KIND_IDLIST total */
+  ColumnKind k;    /* first: a PbColumn is typed as a ColumnKind */
   guint seen;      /* 1 + the last row that has it */
   PbValue *vals;   /* one per row; SRC_NONE where missing */
 } PbColumn;
@@ -86,14 +81,6 @@ typedef struct {
   GArray *columns;   /* PbColumn */
   GArray *row_order; /* guint: the columns of the current row, in first-seen order */
 } PbBuilder;
-
-static const char *
-kind_name (Kind k)
-{
-  static const char *const names[] = {"nothing", "an integer", "a number", "an array of integers",
-                                      "an array of numbers", "a string"};
-  return names[k];
-}
 
 static void
 pb_builder_init (PbBuilder *b, const char *what, guint n_rows)
@@ -120,7 +107,7 @@ pb_set (PbBuilder *b, guint row, const char *name, const PbValue *v)
 {
   guint pos = GPOINTER_TO_UINT (g_hash_table_lookup (b->index, name));
   if (pos == 0) {
-    PbColumn c = {.name = name, .vals = g_new0 (PbValue, MAX (b->n_rows, 1))};
+    PbColumn c = {.k.name = name, .vals = g_new0 (PbValue, MAX (b->n_rows, 1))};
     g_array_append_val (b->columns, c);
     pos = b->columns->len;
     g_hash_table_insert (b->index, (gpointer) name, GUINT_TO_POINTER (pos));
@@ -191,37 +178,15 @@ pb_kind (const PbValue *v, guint *width)
   }
 }
 
-/* merge_kind() of request-file.c, for one value of @row. */
+/* Types @f with one more value of @row (the rules of sedp_column_kind_merge()). */
 static gboolean
 pb_merge (PbColumn *f, const PbValue *v, guint row, const char *what, GError **error)
 {
   guint width = 0;
   Kind k = pb_kind (v, &width);
-  if (k == KIND_NONE)
-    return TRUE;
-  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
-    k = KIND_VECTOR; /* [1, 2] among float vectors */
-  if (f->kind == KIND_NONE) {
-    f->kind = k;
-    f->width = width;
-    f->first_row = row;
-  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
-    f->kind = KIND_FLOAT;
-  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
-    /* stays float */
-  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
-    f->kind = KIND_VECTOR;
-  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
-    g_autofree char *mine = k == KIND_VECTOR ? g_strdup_printf ("%s of length %u", kind_name (k), width)
-                                             : g_strdup (kind_name (k));
-    g_autofree char *theirs = f->kind == KIND_VECTOR
-                                  ? g_strdup_printf ("%s of length %u", kind_name (f->kind), f->width)
-                                  : g_strdup (kind_name (f->kind));
-    return invalid (error, "%s[%u].%s: %s, but %s[%u] has %s", what, row, f->name, mine, what,
-                    f->first_row, theirs);
-  }
-  if (k == KIND_IDLIST)
-    f->n_values += width;
+  g_autofree char *conflict = NULL;
+  if (!sedp_column_kind_merge (&f->k, k, width, row, what, &conflict))
+    return invalid (error, "%s", conflict);
   return TRUE;
 }
 
@@ -245,11 +210,11 @@ pb_builder_frame (PbBuilder *b)
   SedpFrame *frame = sedp_frame_new (n_rows);
   for (guint i = 0; i < b->columns->len; i++) {
     PbColumn *f = &g_array_index (b->columns, PbColumn, i);
-    if (f->kind == KIND_NONE)
+    if (f->k.kind == KIND_NONE)
       continue;
-    if (f->kind == KIND_IDLIST) {
+    if (f->k.kind == KIND_IDLIST) {
       guint32 *offsets;
-      guint64 *values = sedp_column_idlist_data (sedp_frame_add_idlist (frame, f->name, f->n_values), &offsets);
+      guint64 *values = sedp_column_idlist_data (sedp_frame_add_idlist (frame, f->k.name, f->k.n_values), &offsets);
       guint pos = 0;
       for (guint r = 0; r < n_rows; r++) {
         offsets[r] = pos;
@@ -262,11 +227,11 @@ pb_builder_frame (PbBuilder *b)
       offsets[n_rows] = pos;
       continue;
     }
-    SedpColumnType type = f->kind == KIND_INT      ? SEDP_COLUMN_INT64
-                          : f->kind == KIND_STRING ? SEDP_COLUMN_STRING
+    SedpColumnType type = f->k.kind == KIND_INT      ? SEDP_COLUMN_INT64
+                          : f->k.kind == KIND_STRING ? SEDP_COLUMN_STRING
                                                    : SEDP_COLUMN_FLOAT32;
-    guint width = f->kind == KIND_VECTOR ? MAX (f->width, 1) : 1;
-    SedpColumn *col = sedp_frame_add_column (frame, f->name, type, width);
+    guint width = f->k.kind == KIND_VECTOR ? MAX (f->k.width, 1) : 1;
+    SedpColumn *col = sedp_frame_add_column (frame, f->k.name, type, width);
     if (type == SEDP_COLUMN_STRING) {
       for (guint r = 0; r < n_rows; r++)
         if (f->vals[r].src == SRC_STRING)
@@ -276,7 +241,7 @@ pb_builder_frame (PbBuilder *b)
       for (guint r = 0; r < n_rows; r++)
         if (f->vals[r].src == SRC_INT)
           dst[r] = f->vals[r].v.i;
-    } else if (f->kind == KIND_VECTOR) {
+    } else if (f->k.kind == KIND_VECTOR) {
       float *data = sedp_column_float32_data (col);
       for (guint r = 0; r < n_rows; r++) {
         const PbValue *v = &f->vals[r];

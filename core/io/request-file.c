@@ -1,6 +1,8 @@
 /* sedp — JSON Lines request files: decoding requests into frames, encoding results. */
 #include "request-file.h"
 
+#include "column-kind.h"
+
 #include "../runtime/frame-private.h"
 
 #include <gio/gio.h>
@@ -12,23 +14,49 @@
 
 G_DEFINE_QUARK (sedp-io-error-quark, sedp_io_error)
 
-/* What a feature's values look like over all rows. */
-typedef enum { KIND_NONE, KIND_INT, KIND_FLOAT, KIND_IDLIST, KIND_VECTOR, KIND_STRING } Kind;
+typedef ColumnKind Feature;
 
-typedef struct {
-  const char *name;
-  Kind kind;
-  guint width;        /* KIND_VECTOR */
-  guint first_row;    /* where the kind was first seen, for messages */
-  guint n_values;     /* KIND_IDLIST total */
-} Feature;
-
-static const char *
-kind_name (Kind k)
+const char *
+sedp_column_kind_name (Kind k)
 {
   static const char *const names[] = {"nothing", "an integer", "a number", "an array of integers",
                                       "an array of numbers", "a string"};
   return names[k];
+}
+
+gboolean
+sedp_column_kind_merge (ColumnKind *f, Kind k, guint width, guint row, const char *what,
+                        char **message)
+{
+  if (k == KIND_NONE)
+    return TRUE;
+  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
+    k = KIND_VECTOR; /* [1, 2] among float vectors */
+  if (f->kind == KIND_NONE) {
+    f->kind = k;
+    f->width = width;
+    f->first_row = row;
+  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
+    f->kind = KIND_FLOAT;
+  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
+    /* stays float */
+  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
+    f->kind = KIND_VECTOR;
+  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
+    g_autofree char *mine = k == KIND_VECTOR
+                                ? g_strdup_printf ("%s of length %u", sedp_column_kind_name (k), width)
+                                : g_strdup (sedp_column_kind_name (k));
+    g_autofree char *theirs = f->kind == KIND_VECTOR
+                                  ? g_strdup_printf ("%s of length %u",
+                                                     sedp_column_kind_name (f->kind), f->width)
+                                  : g_strdup (sedp_column_kind_name (f->kind));
+    *message = g_strdup_printf ("%s[%u].%s: %s, but %s[%u] has %s", what, row, f->name, mine,
+                                what, f->first_row, theirs);
+    return FALSE;
+  }
+  if (k == KIND_IDLIST)
+    f->n_values += width;
+  return TRUE;
 }
 
 static gboolean
@@ -92,32 +120,11 @@ merge_kind (Feature *f, JsonNode *n, guint row, const char *where, const char *w
                  row, f->name, why);
     return FALSE;
   }
-  if (k == KIND_NONE)
-    return TRUE;
-  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
-    k = KIND_VECTOR; /* [1, 2] among float vectors */
-  if (f->kind == KIND_NONE) {
-    f->kind = k;
-    f->width = width;
-    f->first_row = row;
-  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
-    f->kind = KIND_FLOAT;
-  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
-    /* stays float */
-  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
-    f->kind = KIND_VECTOR;
-  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
-    g_autofree char *mine = k == KIND_VECTOR ? g_strdup_printf ("%s of length %u", kind_name (k), width)
-                                             : g_strdup (kind_name (k));
-    g_autofree char *theirs = f->kind == KIND_VECTOR
-                                  ? g_strdup_printf ("%s of length %u", kind_name (f->kind), f->width)
-                                  : g_strdup (kind_name (f->kind));
-    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s[%u].%s: %s, but %s[%u] has %s",
-                 where, what, row, f->name, mine, what, f->first_row, theirs);
+  g_autofree char *conflict = NULL;
+  if (!sedp_column_kind_merge (f, k, width, row, what, &conflict)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s", where, conflict);
     return FALSE;
   }
-  if (k == KIND_IDLIST)
-    f->n_values += n_values;
   return TRUE;
 }
 

@@ -1,0 +1,27 @@
+/* sedp — how request decoders type a feature's column from its values over all rows, shared by
+ * the JSON (request-file.c) and protobuf (protocol.c) decoders so that both type alike. */
+#pragma once
+
+#include <glib.h>
+
+/* What a feature's values look like over all rows. */
+typedef enum { KIND_NONE, KIND_INT, KIND_FLOAT, KIND_IDLIST, KIND_VECTOR, KIND_STRING } Kind;
+
+/* A feature's column as typed so far. */
+typedef struct {
+  const char *name;
+  Kind kind;
+  guint width;     /* KIND_VECTOR */
+  guint first_row; /* where the kind was first seen, for messages */
+  guint n_values;  /* KIND_IDLIST total */
+} ColumnKind;
+
+/* "an integer", "a number", … */
+const char *sedp_column_kind_name (Kind kind);
+
+/* Merges one more value of kind @kind (@width values for arrays) seen in row @row of @what
+ * ("items", "user"): integers among numbers become numbers, an array of integers among number
+ * arrays of its length becomes a number array. On a conflict returns FALSE and sets *@message
+ * (free it) to "WHAT[ROW].NAME: …, but WHAT[FIRST] has …". */
+gboolean sedp_column_kind_merge (ColumnKind *column, Kind kind, guint width, guint row,
+                                 const char *what, char **message);
