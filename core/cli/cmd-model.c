@@ -252,11 +252,11 @@ index_range (const SedpNnModel *model, const char *name)
   static const char *const pass[] = {"Cast", "Identity", "Reshape", "Flatten", "Squeeze",
                                      "Unsqueeze", NULL};
   gint64 rows = 0;
-  g_autoptr (GPtrArray) todo = g_ptr_array_new ();
+  g_autoptr (GPtrArray) worklist = g_ptr_array_new ();
   g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
-  g_ptr_array_add (todo, (gpointer) name);
-  while (todo->len > 0) {
-    const char *v = g_ptr_array_steal_index_fast (todo, todo->len - 1);
+  g_ptr_array_add (worklist, (gpointer) name);
+  while (worklist->len > 0) {
+    const char *v = g_ptr_array_steal_index_fast (worklist, worklist->len - 1);
     if (!g_hash_table_add (seen, (gpointer) v))
       continue;
     for (guint k = 0; k < model->n_nodes; k++) {
@@ -273,7 +273,7 @@ index_range (const SedpNnModel *model, const char *name)
         }
       } else if (g_strv_contains (pass, n->op_type) && n->n_inputs >= 1 && n->n_outputs >= 1 &&
                  strcmp (n->inputs[0], v) == 0) {
-        g_ptr_array_add (todo, n->outputs[0]);
+        g_ptr_array_add (worklist, n->outputs[0]);
       }
     }
   }
