@@ -14,6 +14,8 @@ typedef struct {
   guint width;     /* KIND_VECTOR */
   guint first_row; /* where the kind was first seen, for messages */
   guint n_values;  /* KIND_IDLIST total */
+  guint ragged_row;   /* KIND_IDLIST: 1 + the first row whose list length differs from first_row's */
+  guint ragged_width; /* that row's length */
 } ColumnKind;
 
 /* "an integer", "a number", … */
@@ -21,7 +23,8 @@ const char *sedp_column_kind_name (Kind kind);
 
 /* Merges one more value of kind @kind (@width values for arrays) seen in row @row of @what
  * ("items", "user"): integers among numbers become numbers, an array of integers among number
- * arrays of its length becomes a number array. On a conflict returns FALSE and sets *@message
- * (free it) to "WHAT[ROW].NAME: …, but WHAT[FIRST] has …". */
+ * arrays of its length becomes a number array (only when every array of the feature has that
+ * length: a vector column has one width). On a conflict returns FALSE and sets *@message (free
+ * it) to "WHAT[ROW].NAME: …, but WHAT[OTHER] has …". */
 gboolean sedp_column_kind_merge (ColumnKind *column, Kind kind, guint width, guint row,
                                  const char *what, char **message);

@@ -24,39 +24,91 @@ sedp_column_kind_name (Kind k)
   return names[k];
 }
 
+/* "an array of integers of length 3", "a string", …; lengths for arrays when @lengths. */
+static char *
+describe_kind (Kind k, guint width, gboolean lengths)
+{
+  if (lengths && (k == KIND_IDLIST || k == KIND_VECTOR))
+    return g_strdup_printf ("%s of length %u", sedp_column_kind_name (k), width);
+  return g_strdup (sedp_column_kind_name (k));
+}
+
+/* Sets *@message to "WHAT[ROW].NAME: MINE, but WHAT[OTHER_ROW] has THEIRS" and returns FALSE. */
+static gboolean
+kind_conflict (const ColumnKind *f, Kind k, guint width, guint row, Kind other, guint other_width,
+               guint other_row, const char *what, char **message)
+{
+  /* Lengths matter when both are arrays (or a vector is involved). */
+  gboolean lengths = (k == KIND_IDLIST || k == KIND_VECTOR) &&
+                     (other == KIND_IDLIST || other == KIND_VECTOR);
+  g_autofree char *mine = describe_kind (k, width, lengths || k == KIND_VECTOR);
+  g_autofree char *theirs = describe_kind (other, other_width, lengths || other == KIND_VECTOR);
+  *message = g_strdup_printf ("%s[%u].%s: %s, but %s[%u] has %s", what, row, f->name, mine, what,
+                              other_row, theirs);
+  return FALSE;
+}
+
 gboolean
 sedp_column_kind_merge (ColumnKind *f, Kind k, guint width, guint row, const char *what,
                         char **message)
 {
   if (k == KIND_NONE)
     return TRUE;
-  if (k == KIND_IDLIST && f->kind == KIND_VECTOR && width == f->width)
-    k = KIND_VECTOR; /* [1, 2] among float vectors */
   if (f->kind == KIND_NONE) {
     f->kind = k;
     f->width = width;
     f->first_row = row;
-  } else if (f->kind == KIND_INT && k == KIND_FLOAT) {
-    f->kind = KIND_FLOAT;
-  } else if (f->kind == KIND_FLOAT && k == KIND_INT) {
-    /* stays float */
-  } else if (f->kind == KIND_IDLIST && k == KIND_VECTOR && width == f->width) {
-    f->kind = KIND_VECTOR;
-  } else if (f->kind != k || (k == KIND_VECTOR && width != f->width)) {
-    g_autofree char *mine = k == KIND_VECTOR
-                                ? g_strdup_printf ("%s of length %u", sedp_column_kind_name (k), width)
-                                : g_strdup (sedp_column_kind_name (k));
-    g_autofree char *theirs = f->kind == KIND_VECTOR
-                                  ? g_strdup_printf ("%s of length %u",
-                                                     sedp_column_kind_name (f->kind), f->width)
-                                  : g_strdup (sedp_column_kind_name (f->kind));
-    *message = g_strdup_printf ("%s[%u].%s: %s, but %s[%u] has %s", what, row, f->name, mine,
-                                what, f->first_row, theirs);
-    return FALSE;
+    if (k == KIND_IDLIST)
+      f->n_values = width;
+    return TRUE;
   }
-  if (k == KIND_IDLIST)
-    f->n_values += width;
-  return TRUE;
+  switch (f->kind) {
+  case KIND_IDLIST:
+    if (k == KIND_IDLIST) {
+      if (width != f->width && f->ragged_row == 0) {
+        f->ragged_row = row + 1;
+        f->ragged_width = width;
+      }
+      f->n_values += width;
+      return TRUE;
+    }
+    if (k == KIND_VECTOR) {
+      /* Integer lists so far become vectors when every one of them has this length. */
+      if (f->ragged_row)
+        return kind_conflict (f, k, width, row, KIND_IDLIST, f->ragged_width, f->ragged_row - 1,
+                              what, message);
+      if (width != f->width)
+        return kind_conflict (f, k, width, row, KIND_IDLIST, f->width, f->first_row, what,
+                              message);
+      f->kind = KIND_VECTOR;
+      f->first_row = row; /* the first vector, for later messages */
+      return TRUE;
+    }
+    break;
+  case KIND_VECTOR:
+    if ((k == KIND_VECTOR || k == KIND_IDLIST) && width == f->width)
+      return TRUE; /* [1, 2] among float vectors of length 2 */
+    break;
+  case KIND_INT:
+    if (k == KIND_INT)
+      return TRUE;
+    if (k == KIND_FLOAT) {
+      f->kind = KIND_FLOAT;
+      return TRUE;
+    }
+    break;
+  case KIND_FLOAT:
+    if (k == KIND_FLOAT || k == KIND_INT)
+      return TRUE;
+    break;
+  case KIND_STRING:
+    if (k == KIND_STRING)
+      return TRUE;
+    break;
+  case KIND_NONE:
+    break;
+  }
+  return kind_conflict (f, k, width, row, f->kind, f->width, f->first_row, what, message);
 }
 
 static gboolean
@@ -190,7 +242,8 @@ sedp_frame_from_json_objects (JsonObject **rows, guint n_rows, const char *where
       } else if (f->kind == KIND_VECTOR) {
         JsonArray *a = json_node_get_array (n);
         float *dst = sedp_column_float32_data (col) + (gsize) r * width;
-        for (guint k = 0; k < width; k++)
+        guint len = MIN (json_array_get_length (a), width); /* equal once typed; never read past */
+        for (guint k = 0; k < len; k++)
           dst[k] = (float) json_array_get_double_element (a, k);
       } else {
         sedp_column_float32_data (col)[r] = (float) json_node_get_double (n);
