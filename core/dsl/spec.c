@@ -1,6 +1,7 @@
 /* sedp — parsing pipeline files: GKeyFile syntax, the runtime's keys, ${VAR} substitution. */
 #include "spec.h"
 
+#include <sedp/protocol.h>
 #include <string.h>
 
 G_DEFINE_QUARK (sedp-dsl-error-quark, sedp_dsl_error)
@@ -187,8 +188,108 @@ valid_name (const char *s)
   return TRUE;
 }
 
-static const char *const pipeline_keys[] = {"name",   "deadline_ms",  "frame_rows", "mode",
-                                            "outputs", "sync_workers", "idle_spin_us", NULL};
+static const char *const pipeline_keys[] = {"name",         "deadline_ms",  "frame_rows",
+                                            "mode",         "outputs",      "sync_workers",
+                                            "idle_spin_us", "warmup",       "warmup_repeat",
+                                            NULL};
+
+/* warmup = PATH (relative to the pipeline file's folder) and warmup_repeat = N: the file must
+ * hold at least one request, and every request must decode. */
+static gboolean
+parse_warmup (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  GError *local = NULL;
+  g_autofree char *warmup = get_value (c, "warmup", &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  guint repeat_line = line_of (c->map, c->group, "warmup_repeat");
+  if (!get_uint (c, "warmup_repeat", 1, 1000000, &spec->warmup_repeat, error))
+    return FALSE;
+  if (warmup == NULL || *warmup == '\0') {
+    if (warmup)
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                   "%s:%u: [pipeline] warmup: expected the path of a file of warm-up requests",
+                   c->path, line_of (c->map, c->group, "warmup"));
+    else if (repeat_line)
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_MISSING_KEY,
+                   "%s:%u: [pipeline] warmup_repeat: set without warmup (the file of warm-up "
+                   "requests)", c->path, repeat_line);
+    return warmup == NULL && repeat_line == 0;
+  }
+  g_free (spec->warmup);
+  spec->warmup = g_canonicalize_filename (warmup, spec->dir);
+  spec->warmup_line = line_of (c->map, c->group, "warmup");
+  g_autoptr (GPtrArray) records = sedp_pipeline_spec_load_warmup (spec, error);
+  return records != NULL;
+}
+
+static void
+warmup_record_free (gpointer p)
+{
+  SedpWarmupRecord *r = p;
+  g_bytes_unref (r->payload);
+  g_free (r);
+}
+
+GPtrArray *
+sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error)
+{
+  g_return_val_if_fail (spec->warmup != NULL, NULL);
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  g_autoptr (GError) local = NULL;
+  if (!g_file_get_contents (spec->warmup, &text, &length, &local)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO,
+                 "%s:%u: [pipeline] warmup: cannot read the warm-up requests: %s", spec->path,
+                 spec->warmup_line, local->message);
+    return NULL;
+  }
+  g_autoptr (GPtrArray) records = g_ptr_array_new_with_free_func (warmup_record_free);
+  const char *p = text, *end = text + length;
+  for (guint no = 1; p < end; no++) {
+    /* One line: ends at \n, \r\n or \r. */
+    const char *eol = p;
+    while (eol < end && *eol != '\n' && *eol != '\r')
+      eol++;
+    const char *next = eol < end && *eol == '\r' && eol + 1 < end && eol[1] == '\n' ? eol + 2
+                       : eol < end                                                ? eol + 1
+                                                                                  : eol;
+    const char *b = p, *e = eol;
+    p = next;
+    while (b < e && g_ascii_isspace (*b))
+      b++;
+    while (e > b && g_ascii_isspace (e[-1]))
+      e--;
+    if (b == e || *b == '#')
+      continue;
+    /* Checked here with the decoder that data_reader runs on it (without the stage's item
+     * limit, which applies when the request is sent). */
+    g_autoptr (SedpFrame) user = sedp_frame_new (1);
+    SedpProtocolRequest decoded;
+    if (!sedp_protocol_decode_request ((const guint8 *) b, (gsize) (e - b),
+                                       SEDP_PROTOCOL_CONTENT_TYPE_JSON, SEDP_PROTOCOL_JSON,
+                                       G_MAXUINT, user, &decoded, &local)) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                   "%s:%u: [pipeline] warmup: %s:%u: %s", spec->path, spec->warmup_line,
+                   spec->warmup, no, local->message);
+      return NULL;
+    }
+    sedp_protocol_request_clear (&decoded);
+    SedpWarmupRecord *r = g_new0 (SedpWarmupRecord, 1);
+    r->payload = g_bytes_new (b, (gsize) (e - b));
+    r->line = no;
+    g_ptr_array_add (records, r);
+  }
+  if (records->len == 0) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
+                 "%s:%u: [pipeline] warmup: %s holds no request (one PredictRequest in JSON per "
+                 "line)", spec->path, spec->warmup_line, spec->warmup);
+    return NULL;
+  }
+  return g_steal_pointer (&records);
+}
 
 static gboolean
 parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
@@ -198,7 +299,7 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
     if (!g_strv_contains (pipeline_keys, keys[i])) {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
                    "%s:%u: [pipeline] %s: unknown key (known: name, deadline_ms, frame_rows, mode, "
-                   "outputs, sync_workers, idle_spin_us)",
+                   "outputs, sync_workers, idle_spin_us, warmup, warmup_repeat)",
                    c->path, line_of (c->map, c->group, keys[i]), keys[i]);
       return FALSE;
     }
@@ -251,7 +352,7 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
     g_strfreev (spec->outputs);
     spec->outputs = split_list (outputs);
   }
-  return TRUE;
+  return parse_warmup (c, spec, error);
 }
 
 static void
@@ -387,6 +488,7 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
   spec->deadline_ms = 100;
   spec->frame_rows = 64;
   spec->idle_spin_us = 50;
+  spec->warmup_repeat = 1;
   spec->outputs = g_new0 (char *, 1);
   spec->stages = g_ptr_array_new_with_free_func ((GDestroyNotify) stage_spec_free);
 
@@ -468,6 +570,7 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_free (spec->dir);
   g_free (spec->name);
   g_strfreev (spec->outputs);
+  g_free (spec->warmup);
   if (spec->stages)
     g_ptr_array_unref (spec->stages);
   g_free (spec);

@@ -66,8 +66,17 @@ typedef struct {
   guint sync_workers;      /* 0: the sum of the stages' parallelism */
   guint idle_spin_us;
   char **outputs;          /* NULL-terminated; empty: every float32 column of the sinks */
+  char *warmup;            /* absolute path of the warm-up requests (sedp serve), or NULL */
+  guint warmup_line;       /* the line of the warmup key (0 when unset) */
+  guint warmup_repeat;     /* how many times sedp serve sends the warm-up file (default 1) */
   GPtrArray *stages;       /* SedpStageSpec*, in file order */
 } SedpPipelineSpec;
+
+/** SedpWarmupRecord: one warm-up request: a PredictRequest as JSON text, and its line. */
+typedef struct {
+  GBytes *payload;
+  guint line;
+} SedpWarmupRecord;
 
 /* Reads and checks the syntax and the runtime's own keys of a pipeline file. Plugin options
  * are checked later, against the plugin's schema (sedp_graph_compile()). */
@@ -78,6 +87,12 @@ SEDP_API SedpPipelineSpec *sedp_pipeline_spec_parse (const char *text, gsize len
                                                      const char *path, GError **error);
 
 SEDP_API void sedp_pipeline_spec_free (SedpPipelineSpec *spec);
+
+/* Reads the warm-up file of @spec (JSON Lines of PredictRequest; blank and '#' lines skipped)
+ * and decodes every record with the protocol's decoder, to check it. Returns its records
+ * (SedpWarmupRecord*, in file order; at least one), or NULL with @error naming the pipeline
+ * file's line and, for a bad record, the warm-up file's line. @spec must have a warmup. */
+SEDP_API GPtrArray *sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error);
 
 /* Replaces ${VAR} and ${VAR:-default} in @value from the environment. */
 SEDP_API char *sedp_dsl_substitute (const char *value, GError **error);

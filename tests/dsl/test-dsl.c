@@ -9,6 +9,7 @@
 #include "loader/registry.h"
 #include "runtime/pipeline.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -401,6 +402,126 @@ test_env_substitution (void)
   g_unsetenv ("SEDP_TEST_DEADLINE");
   g_unsetenv ("SEDP_TEST_OUTPUT");
   g_unsetenv ("SEDP_TEST_SPIN_US");
+}
+
+/* ---- [pipeline] warmup and warmup_repeat (files written to a scratch folder) ---- */
+
+static const char *warmup_stages = "[stage reader]\nplugin = data_reader\n"
+                                   "[stage s]\nplugin = synthetic_work\nafter = reader\n";
+
+/* Writes @pipeline (the [pipeline] group; the stages are appended) as DIR/p.pipeline and @warm
+ * (if any) as DIR/warm.jsonl; returns the pipeline file's path. */
+static char *
+warmup_files (const char *dir, const char *pipeline, const char *warm)
+{
+  char *path = g_build_filename (dir, "p.pipeline", NULL);
+  g_autofree char *text = g_strconcat (pipeline, warmup_stages, NULL);
+  CU_ASSERT_TRUE (g_file_set_contents (path, text, -1, NULL));
+  g_autofree char *w = g_build_filename (dir, "warm.jsonl", NULL);
+  if (warm) {
+    CU_ASSERT_TRUE (g_file_set_contents (w, warm, -1, NULL));
+  } else {
+    g_unlink (w);
+  }
+  return path;
+}
+
+static void
+remove_scratch (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (dir, n, NULL);
+    g_unlink (p);
+  }
+  g_rmdir (dir);
+}
+
+static void
+test_warmup_keys (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sedp-dsl-warmup-XXXXXX", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dir);
+  g_autofree char *canon = g_canonicalize_filename (dir, NULL);
+  g_autofree char *warm = g_build_filename (canon, "warm.jsonl", NULL);
+
+  /* Resolved against the pipeline file's folder; blank and '#' lines skipped; \r\n ends. */
+  {
+    g_autofree char *path = warmup_files (
+        dir, "[pipeline]\nwarmup = warm.jsonl\nwarmup_repeat = 3\n",
+        "# warm-up\r\n{\"items\": [{\"id\": 1}]}\r\n\r\n"
+        "{\"request_id\": \"b\", \"user\": {\"id\": 7}, \"items\": [{\"id\": 2}, {\"id\": 3}]}");
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
+    CU_ASSERT_PTR_NULL (error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (graph);
+    CU_ASSERT_STRING_EQUAL (graph->spec->warmup, warm);
+    CU_ASSERT_EQUAL (graph->spec->warmup_line, 2);
+    CU_ASSERT_EQUAL (graph->spec->warmup_repeat, 3);
+    g_autoptr (GPtrArray) records = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+    CU_ASSERT_PTR_NULL (error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (records);
+    CU_ASSERT_EQUAL_FATAL (records->len, 2);
+    const SedpWarmupRecord *r0 = records->pdata[0], *r1 = records->pdata[1];
+    CU_ASSERT_EQUAL (r0->line, 2);
+    CU_ASSERT_EQUAL (r1->line, 4);
+    gsize n;
+    const char *d = g_bytes_get_data (r0->payload, &n);
+    CU_ASSERT (n == strlen ("{\"items\": [{\"id\": 1}]}") && memcmp (d, "{\"items\"", 8) == 0);
+  }
+  /* Without warmup: none, repeat 1. */
+  {
+    g_autofree char *path = warmup_files (dir, "[pipeline]\nname = x\n", NULL);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (graph);
+    CU_ASSERT_PTR_NULL (graph->spec->warmup);
+    CU_ASSERT_EQUAL (graph->spec->warmup_repeat, 1);
+  }
+  /* Errors: FILE:LINE of the key, and the warm-up file's line for a bad record. */
+  struct {
+    const char *pipeline, *warm;
+    int code;
+    const char *needle1, *needle2;
+  } bad[] = {
+    {"[pipeline]\nname = x\nwarmup = warm.jsonl\n", NULL, SEDP_DSL_ERROR_IO,
+     "p.pipeline:3: [pipeline] warmup: cannot read", "warm.jsonl"},
+    {"[pipeline]\nwarmup = warm.jsonl\n", "{\"items\": [{\"id\": 1}]}\n\n{\"items\": [{\"id\": 1}], \"x\": 1}\n",
+     SEDP_DSL_ERROR_INVALID_VALUE, "p.pipeline:2: [pipeline] warmup: ", "warm.jsonl:3: invalid request: x"},
+    {"[pipeline]\nwarmup = warm.jsonl\n", "{\"items\": [{\"id\": 1}\n", SEDP_DSL_ERROR_INVALID_VALUE,
+     "p.pipeline:2: [pipeline] warmup: ", "warm.jsonl:1: invalid request"},
+    {"[pipeline]\nwarmup = warm.jsonl\n", "{\"items\": []}\n", SEDP_DSL_ERROR_INVALID_VALUE,
+     "warm.jsonl:1: invalid request: items", NULL},
+    {"[pipeline]\nwarmup = warm.jsonl\n", "\n# nothing\n\n", SEDP_DSL_ERROR_INVALID_VALUE,
+     "p.pipeline:2: [pipeline] warmup: ", "holds no request"},
+    {"[pipeline]\nwarmup =\n", NULL, SEDP_DSL_ERROR_INVALID_VALUE, "p.pipeline:2: [pipeline] warmup: expected", NULL},
+    {"[pipeline]\nname = x\nwarmup_repeat = 2\n", NULL, SEDP_DSL_ERROR_MISSING_KEY,
+     "p.pipeline:3: [pipeline] warmup_repeat: set without warmup", NULL},
+    {"[pipeline]\nwarmup = warm.jsonl\nwarmup_repeat = 0\n", "{\"items\": [{\"id\": 1}]}\n",
+     SEDP_DSL_ERROR_INVALID_VALUE, "p.pipeline:3: [pipeline] warmup_repeat: expected an integer from 1", NULL},
+    {"[pipeline]\nwarmup = warm.jsonl\nwarmup_repeat = many\n", "{\"items\": [{\"id\": 1}]}\n",
+     SEDP_DSL_ERROR_INVALID_VALUE, "p.pipeline:3: [pipeline] warmup_repeat", "'many'"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_autofree char *path = warmup_files (dir, bad[i].pipeline, bad[i].warm);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
+    CU_ASSERT_PTR_NULL (graph);
+    if (bad[i].needle2)
+      ASSERT_GERROR (error, SEDP_DSL_ERROR, bad[i].code, path, bad[i].needle1, bad[i].needle2);
+    else
+      ASSERT_GERROR (error, SEDP_DSL_ERROR, bad[i].code, path, bad[i].needle1);
+  }
+  /* An unknown key's message lists the new keys. */
+  {
+    g_autofree char *path = warmup_files (dir, "[pipeline]\nwarm = x\n", NULL);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
+    CU_ASSERT_PTR_NULL (graph);
+    ASSERT_GERROR (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY, "warmup, warmup_repeat)");
+  }
+  remove_scratch (dir);
 }
 
 static void
@@ -796,6 +917,7 @@ main (void)
     T (test_nonexistent_file),
     T (test_env_substitution),
     T (test_env_unset),
+    T (test_warmup_keys),
     T (test_env_unterminated),
     T (test_substitute),
     T (test_path_option_relative_to_pipeline_file),
