@@ -13,7 +13,27 @@ typedef struct {
   GMainLoop *loop;
   guint drain_timeout_ms;
   gboolean stopping;
+  gboolean warmup_failed;
 } ServeState;
+
+/* The warm-up ended: ready, or a warm-up request failed (then serve drains and exits 1). */
+static void
+on_warmup_done (SedpServer *server, const GError *error, gpointer data)
+{
+  ServeState *st = data;
+  if (error) {
+    sedp_cli_error ("serve", error->message);
+    st->warmup_failed = TRUE;
+    g_main_loop_quit (st->loop);
+    return;
+  }
+  g_autofree char *summary = sedp_server_describe_warmup (server);
+  g_auto (GStrv) lines = g_strsplit (summary, "\n", -1);
+  for (char **l = lines; *l; l++)
+    if (**l)
+      fprintf (stderr, "sedp serve: %s\n", *l);
+  fprintf (stderr, "sedp serve: ready\n");
+}
 
 static gboolean
 on_signal (gpointer data)
@@ -79,14 +99,20 @@ sedp_cmd_serve (int argc, char **argv)
   }
   g_autofree char *host = g_strndup (address, (gsize) (strrchr (address, ':') - address));
   fprintf (stderr, "sedp serve: listening on http://%s:%u\n", host, sedp_server_get_port (server));
-  ServeState st = {server, g_main_loop_new (NULL, FALSE), (guint) drain_timeout * 1000, FALSE};
+  ServeState st = {server, g_main_loop_new (NULL, FALSE), (guint) drain_timeout * 1000, FALSE, FALSE};
   guint s1 = g_unix_signal_add (SIGTERM, on_signal, &st);
   guint s2 = g_unix_signal_add (SIGINT, on_signal, &st);
+  /* Listening already: /healthz says 503 (warming up) until every warm-up request went through. */
+  sedp_server_warm_up (server, on_warmup_done, &st);
   g_main_loop_run (st.loop);
+  if (st.warmup_failed && !st.stopping) {
+    st.stopping = TRUE;
+    sedp_server_shutdown (server, st.drain_timeout_ms);
+  }
   g_source_remove (s1);
   g_source_remove (s2);
   g_main_loop_unref (st.loop);
   sedp_server_free (server);
   fprintf (stderr, "sedp serve: stopped\n");
-  return 0;
+  return st.warmup_failed ? 1 : 0;
 }

@@ -5,10 +5,12 @@
  * message unpaused: SoupServerMessage is only touched from the main context. */
 #include "server.h"
 
+#include "../dsl/spec.h"
 #include "../io/protocol.h"
 
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
+#include <math.h>
 #include <sedp/query-cache.h>
 #include <string.h>
 
@@ -17,6 +19,18 @@ typedef struct {
   char *path;
   SedpPipeline *pipeline;
   char **outputs;          /* the pipeline's outputs (NULL-terminated, maybe empty) */
+  /* Warm-up (docs/serving.md#warm-up): the records of [pipeline] warmup, sent one at a time,
+   * warmup_repeat times over, before the pipeline is ready. */
+  GPtrArray *warmup;       /* SedpWarmupRecord*, or NULL without warmup */
+  char *warmup_file;
+  guint warmup_repeat;
+  guint warmup_total;      /* records × repeat */
+  guint warmup_sent;
+  guint warmup_completed;
+  guint warmup_timed_out;
+  gint64 warmup_start;     /* monotonic µs; 0 before it started */
+  gint64 warmup_end;       /* 0 until it ended */
+  gboolean ready;          /* loaded, started and warmed up */
 } Served;
 
 struct _SedpServer {
@@ -29,6 +43,13 @@ struct _SedpServer {
   guint n_open;            /* predict messages paused or being written */
   guint64 next_id;
   guint port;
+  /* Warm-up */
+  guint n_warming;         /* warm-up requests submitted and not delivered back */
+  gboolean warmup_failed;
+  SedpServerWarmupDone warmup_done;
+  gpointer warmup_done_data;
+  GError *warmup_error;    /* what the done callback gets */
+  GSource *warmup_idle;    /* calls it */
 };
 
 /* One predict request in flight. */
@@ -46,6 +67,9 @@ served_free (gpointer p)
   Served *s = p;
   sedp_pipeline_free (s->pipeline);
   g_strfreev (s->outputs);
+  if (s->warmup)
+    g_ptr_array_unref (s->warmup);
+  g_free (s->warmup_file);
   g_free (s->name);
   g_free (s->path);
   g_free (s);
@@ -336,6 +360,13 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
     unavailable (msg, "the server is shutting down");
     return;
   }
+  if (!served->ready) {
+    g_autofree char *m = g_strdup_printf ("pipeline '%s' is warming up (%u of %u warm-up requests "
+                                          "done)", served->name, served->warmup_completed,
+                                          served->warmup_total);
+    unavailable (msg, m);
+    return;
+  }
   SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
   const char *ct = soup_message_headers_get_content_type (h, NULL);
   SedpProtocolFormat format;
@@ -395,6 +426,171 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   }
   server->n_open++;
   g_signal_connect (msg, "finished", G_CALLBACK (on_message_finished), server);
+}
+
+/* ---- warm-up ---- */
+
+/* One warm-up request in flight. */
+typedef struct {
+  SedpServer *server;
+  Served *served;
+  SedpRequest *request;
+  const SedpWarmupRecord *record;
+} Warming;
+
+static gboolean
+warmup_call_done (gpointer data)
+{
+  SedpServer *server = data;
+  g_source_unref (g_steal_pointer (&server->warmup_idle));
+  SedpServerWarmupDone done = server->warmup_done;
+  server->warmup_done = NULL;
+  if (done)
+    done (server, server->warmup_error, server->warmup_done_data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Calls the done callback from an idle source (never from within sedp_server_warm_up()). */
+static void
+warmup_finish (SedpServer *server, GError *error)
+{
+  if (server->warmup_idle || server->warmup_done == NULL) {
+    g_clear_error (&error);
+    return;
+  }
+  server->warmup_error = error;
+  server->warmup_idle = g_idle_source_new ();
+  g_source_set_callback (server->warmup_idle, warmup_call_done, server, NULL);
+  g_source_attach (server->warmup_idle, server->context);
+}
+
+static void warmup_submit (SedpServer *server, Served *s);
+
+/* In the main context: counts the completed request and sends the next one. */
+static gboolean
+warmup_deliver (gpointer data)
+{
+  Warming *w = data;
+  SedpServer *server = w->server;
+  Served *s = w->served;
+  server->n_warming--;
+  const SedpResult *res = sedp_request_get_result (w->request);
+  SedpStatus status = sedp_result_get_status (res);
+  GError *error = NULL;
+  if (status == SEDP_STATUS_OK || status == SEDP_STATUS_PARTIAL || status == SEDP_STATUS_TIMEOUT) {
+    s->warmup_completed++;
+    if (status == SEDP_STATUS_TIMEOUT)
+      s->warmup_timed_out++;
+  } else {
+    const char *message = sedp_result_get_message (res);
+    error = g_error_new (G_IO_ERROR, G_IO_ERROR_FAILED,
+                         "%s:%u: warm-up request of pipeline '%s' failed (%s): %s", s->warmup_file,
+                         w->record->line, s->name, sedp_status_to_string (status),
+                         message ? message : "no message");
+  }
+  sedp_request_unref (w->request);
+  g_free (w);
+  if (error) {
+    server->warmup_failed = TRUE;
+    warmup_finish (server, error);
+    return G_SOURCE_REMOVE;
+  }
+  if (server->warmup_failed || server->draining)
+    return G_SOURCE_REMOVE;
+  if (s->warmup_completed < s->warmup_total) {
+    warmup_submit (server, s);
+    return G_SOURCE_REMOVE;
+  }
+  s->ready = TRUE;
+  s->warmup_end = g_get_monotonic_time ();
+  for (guint i = 0; i < server->served->len; i++)
+    if (!((Served *) server->served->pdata[i])->ready)
+      return G_SOURCE_REMOVE;
+  warmup_finish (server, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* In a runtime thread. */
+static void
+on_warmup_done (SedpRequest *request, gpointer user_data)
+{
+  Warming *w = user_data;
+  g_main_context_invoke (w->server->context, warmup_deliver, w);
+}
+
+/* Submits the next warm-up request of @s, as a client's: the record is the payload, its
+ * request_id and deadline_ms read as the predict handler reads them. */
+static void
+warmup_submit (SedpServer *server, Served *s)
+{
+  const SedpWarmupRecord *r = s->warmup->pdata[s->warmup_sent % s->warmup->len];
+  s->warmup_sent++;
+  gsize size;
+  const char *bytes = g_bytes_get_data (r->payload, &size);
+  Peek peek = {0, NULL};
+  peek_json (bytes, size, &peek);
+  g_autofree char *id = peek.request_id ? peek.request_id
+                                        : g_strdup_printf ("warmup-%u", s->warmup_sent);
+  SedpRequest *request = sedp_request_new (id, 0);
+  sedp_request_set_payload (request, r->payload, SEDP_PROTOCOL_CONTENT_TYPE_JSON);
+  if (peek.deadline_ms)
+    sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
+  Warming *w = g_new0 (Warming, 1);
+  w->server = server;
+  w->served = s;
+  w->request = request;
+  w->record = r;
+  server->n_warming++;
+  SedpStatus st = sedp_pipeline_submit (s->pipeline, request, on_warmup_done, w);
+  if (st != SEDP_STATUS_OK) {
+    server->n_warming--;
+    sedp_request_unref (request);
+    g_free (w);
+    server->warmup_failed = TRUE;
+    warmup_finish (server, g_error_new (G_IO_ERROR, G_IO_ERROR_FAILED,
+                                        "%s:%u: warm-up request of pipeline '%s' was refused (%s)",
+                                        s->warmup_file, r->line, s->name,
+                                        sedp_status_to_string (st)));
+  }
+}
+
+void
+sedp_server_warm_up (SedpServer *server, SedpServerWarmupDone done, gpointer user_data)
+{
+  server->warmup_done = done;
+  server->warmup_done_data = user_data;
+  gboolean all_ready = TRUE;
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    if (s->ready || s->warmup_start)
+      continue;
+    all_ready = FALSE;
+    s->warmup_start = g_get_monotonic_time ();
+    warmup_submit (server, s);
+    if (server->warmup_failed)
+      return;
+  }
+  if (all_ready)
+    warmup_finish (server, NULL);
+}
+
+char *
+sedp_server_describe_warmup (SedpServer *server)
+{
+  GString *out = g_string_new (NULL);
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    if (s->warmup == NULL)
+      continue;
+    gint64 t1 = s->warmup_end ? s->warmup_end : g_get_monotonic_time ();
+    g_string_append_printf (out, "%s: %u warm-up requests (%u records × %u) in %.3f s", s->name,
+                            s->warmup_completed, s->warmup->len, s->warmup_repeat,
+                            s->warmup_start ? (double) (t1 - s->warmup_start) / 1e6 : 0.0);
+    if (s->warmup_timed_out)
+      g_string_append_printf (out, ", %u timed out", s->warmup_timed_out);
+    g_string_append_c (out, '\n');
+  }
+  return g_string_free (out, FALSE);
 }
 
 /* ---- other endpoints ---- */
@@ -468,7 +664,35 @@ handle_list (SedpServer *server, SoupServerMessage *msg)
     json_builder_set_member_name (b, "path");
     json_builder_add_string_value (b, s->path);
     json_builder_set_member_name (b, "state");
-    json_builder_add_string_value (b, server->draining ? "draining" : "running");
+    json_builder_add_string_value (b, server->draining ? "draining"
+                                      : s->ready       ? "running"
+                                                       : "warming_up");
+    json_builder_set_member_name (b, "ready");
+    json_builder_add_boolean_value (b, s->ready && !server->draining);
+    json_builder_set_member_name (b, "warmup");
+    if (s->warmup == NULL)
+      json_builder_add_null_value (b);
+    else {
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "file");
+      json_builder_add_string_value (b, s->warmup_file);
+      json_builder_set_member_name (b, "records");
+      json_builder_add_int_value (b, s->warmup->len);
+      json_builder_set_member_name (b, "repeat");
+      json_builder_add_int_value (b, s->warmup_repeat);
+      json_builder_set_member_name (b, "requests");
+      json_builder_add_int_value (b, s->warmup_total);
+      json_builder_set_member_name (b, "completed");
+      json_builder_add_int_value (b, s->warmup_completed);
+      json_builder_set_member_name (b, "timed_out");
+      json_builder_add_int_value (b, s->warmup_timed_out);
+      json_builder_set_member_name (b, "done");
+      json_builder_add_boolean_value (b, s->ready);
+      json_builder_set_member_name (b, "seconds");
+      gint64 t0 = s->warmup_start, t1 = s->warmup_end ? s->warmup_end : g_get_monotonic_time ();
+      json_builder_add_double_value (b, t0 ? round ((double) (t1 - t0) / 1e3) / 1e3 : 0.0);
+      json_builder_end_object (b);
+    }
     json_builder_set_member_name (b, "deadline_ms");
     json_builder_add_int_value (b, g->spec->deadline_ms);
     json_builder_set_member_name (b, "inflight");
@@ -616,8 +840,17 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
       return;
     }
     if (path[1] == 'h') {
+      g_autofree char *warming = NULL;
+      for (guint i = 0; i < server->served->len && warming == NULL; i++) {
+        Served *s = server->served->pdata[i];
+        if (!s->ready)
+          warming = g_strdup_printf ("warming up: pipeline '%s' (%u of %u warm-up requests done)",
+                                     s->name, s->warmup_completed, s->warmup_total);
+      }
       if (server->draining)
         unavailable (msg, "the server is shutting down");
+      else if (warming)
+        unavailable (msg, warming);
       else
         respond_text (msg, SOUP_STATUS_OK, "ok");
     } else if (path[1] == 'v')
@@ -671,6 +904,19 @@ sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *re
   s->name = g_strdup (name);
   s->path = g_strdup (path);
   s->outputs = g_strdupv (graph->spec->outputs);
+  s->ready = TRUE;
+  if (graph->spec->warmup) {
+    s->warmup = sedp_pipeline_spec_load_warmup (graph->spec, error);
+    if (s->warmup == NULL) {
+      sedp_graph_free (graph);
+      served_free (s);
+      return FALSE;
+    }
+    s->warmup_file = g_strdup (graph->spec->warmup);
+    s->warmup_repeat = graph->spec->warmup_repeat;
+    s->warmup_total = s->warmup->len * s->warmup_repeat;
+    s->ready = FALSE;
+  }
   s->pipeline = sedp_pipeline_new (graph, error);
   if (s->pipeline == NULL || !sedp_pipeline_start (s->pipeline, error)) {
     served_free (s);
@@ -753,6 +999,9 @@ sedp_server_shutdown (SedpServer *server, guint timeout_ms)
   while (!g_atomic_int_get (&server->drained))
     g_main_context_iteration (server->context, TRUE);
   g_thread_join (t);
+  /* Every request completed: the warm-up completions are queued on the main context. */
+  while (server->n_warming > 0)
+    g_main_context_iteration (server->context, TRUE);
   gboolean expired = FALSE;
   GSource *timer = g_timeout_source_new (timeout_ms);
   g_source_set_callback (timer, shutdown_timeout, &expired, NULL);
@@ -771,6 +1020,11 @@ sedp_server_free (SedpServer *server)
 {
   if (server == NULL)
     return;
+  if (server->warmup_idle) {
+    g_source_destroy (server->warmup_idle);
+    g_source_unref (server->warmup_idle);
+  }
+  g_clear_error (&server->warmup_error);
   soup_server_disconnect (server->soup);
   g_object_unref (server->soup);
   g_ptr_array_unref (server->served);

@@ -10,6 +10,15 @@ G_BEGIN_DECLS
  * global default) GMainContext of the thread that created it. */
 typedef struct _SedpServer SedpServer;
 
+/**
+ * SedpServerWarmupDone:
+ * @error: (nullable): NULL when every pipeline is warmed up (ready); else the first warm-up
+ *   request that failed, named by its file and line
+ *
+ * Called once, in the server's main context, when the warm-up ended.
+ */
+typedef void (*SedpServerWarmupDone) (SedpServer *server, const GError *error, gpointer user_data);
+
 /* The default limit on a request body, in bytes. */
 #define SEDP_SERVER_DEFAULT_MAX_BODY (16u * 1024u * 1024u)
 
@@ -17,12 +26,25 @@ typedef struct _SedpServer SedpServer;
 SEDP_API SedpServer *sedp_server_new (gsize max_body);
 
 /* Loads, creates and starts the pipeline of file @path, served under its [pipeline] name (an
- * error when the name is already served). */
+ * error when the name is already served). A pipeline with [pipeline] warmup (its records read
+ * and checked here) is not ready — /healthz and its predict answer 503 — until
+ * sedp_server_warm_up() sent them through it. */
 SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path,
                                             SedpRegistry *registry, GError **error);
 
 /* Listens on @address ("ADDR:PORT", "[V6ADDR]:PORT"; port 0 picks a free one). */
 SEDP_API gboolean sedp_server_listen (SedpServer *server, const char *address, GError **error);
+
+/* Sends every pipeline's warm-up requests through it (one at a time per pipeline, the pipelines
+ * side by side), in the main context, and calls @done once: when every pipeline is ready (at
+ * once, from an idle callback, when none has warmup), or at the first warm-up request that
+ * fails (a status other than OK, PARTIAL and TIMEOUT), after which no more are sent. */
+SEDP_API void sedp_server_warm_up (SedpServer *server, SedpServerWarmupDone done,
+                                   gpointer user_data);
+
+/* One line per pipeline that has a warm-up: "NAME: N requests (R records × K) in S s[, T timed
+ * out]" (an empty string when none has). */
+SEDP_API char *sedp_server_describe_warmup (SedpServer *server);
 
 /* The port listened on (0 before sedp_server_listen()). */
 SEDP_API guint sedp_server_get_port (SedpServer *server);

@@ -30,14 +30,21 @@ static const char *basic_pipeline =
     "[stage reader]\nplugin = data_reader\n"
     "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
 
-/* Writes each pipeline text to a file and starts sedp serve on them; extra options after. */
+/* Writes each pipeline text to a file (p0.conf, p1.conf, …) and the @files (NULL or NAME,
+ * TEXT pairs, NULL-terminated) next to them, and starts sedp serve on the pipelines; extra
+ * options after. */
 static gboolean
-server_start (Server *s, const char *const *pipelines, const char *extra)
+server_start_with (Server *s, const char *const *pipelines, const char *const *files,
+                   const char *extra)
 {
   memset (s, 0, sizeof *s);
   g_autoptr (GError) error = NULL;
   s->dir = g_dir_make_tmp ("sedp-server-XXXXXX", &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (s->dir);
+  for (guint i = 0; files && files[i]; i += 2) {
+    g_autofree char *path = g_build_filename (s->dir, files[i], NULL);
+    CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, files[i + 1], -1, NULL));
+  }
   g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_ptr_array_add (argv, g_strdup (SEDP_BINARY));
   g_ptr_array_add (argv, g_strdup ("serve"));
@@ -69,6 +76,26 @@ server_start (Server *s, const char *const *pipelines, const char *extra)
   }
   CU_ASSERT_NOT_EQUAL (s->port, 0);
   return s->port != 0;
+}
+
+static gboolean
+server_start (Server *s, const char *const *pipelines, const char *extra)
+{
+  return server_start_with (s, pipelines, NULL, extra);
+}
+
+/* The server's standard error from here to its end (it must be exiting). */
+static char *
+server_read_rest (Server *s)
+{
+  GString *out = g_string_new (NULL);
+  for (;;) {
+    g_autofree char *line = g_data_input_stream_read_line (s->err, NULL, NULL, NULL);
+    if (line == NULL)
+      break;
+    g_string_append_printf (out, "%s\n", line);
+  }
+  return g_string_free (out, FALSE);
 }
 
 /* Sends SIGTERM, waits for the exit; returns the exit status (-1 when killed). */
@@ -662,6 +689,168 @@ test_feedback_invalidates (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* ---- warm-up ([pipeline] warmup, docs/serving.md#warm-up) ---- */
+
+/* A slow warm-up: 2 records × 5, each through a stage that sleeps 200 ms; the second record
+ * asks for a 50 ms deadline and times out (counted, not fatal). Meanwhile /healthz, predict
+ * and the list say "warming up"; the pipeline without warmup is ready at once and served. */
+static void
+test_warmup_healthz (void)
+{
+  const char *slow = "[pipeline]\nname = warm\ndeadline_ms = 30000\nwarmup = warm.jsonl\n"
+                     "warmup_repeat = 5\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 200000\n"
+                     "output = score\n";
+  const char *files[] = {"warm.jsonl",
+                         "# two warm-up requests\n"
+                         "{\"request_id\": \"w1\", \"user\": {\"id\": 3}, \"items\": [{\"id\": 1}, {\"id\": 2}]}\n"
+                         "\n"
+                         "{\"items\": [{\"id\": 5}], \"deadline_ms\": 50}\n",
+                         NULL};
+  const char *pipelines[] = {slow, basic_pipeline, NULL};
+  Server s;
+  if (!server_start_with (&s, pipelines, files, NULL))
+    return;
+  Resp r;
+  CU_ASSERT_EQUAL (get (s.port, "/healthz", &r), 503);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "warming up: pipeline 'warm'"));
+  CU_ASSERT_PTR_NOT_NULL (r.headers && strstr (r.headers, "retry-after: 1"));
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (get (s.port, "/v1/pipelines", &r), 200);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"state\" : \"warming_up\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"ready\" : false"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"requests\" : 10"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"done\" : false"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"warmup\" : null")); /* basic_pipeline */
+  resp_clear (&r);
+  predict_json (s.port, "warm", "{\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 503);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "pipeline 'warm' is warming up"));
+  resp_clear (&r);
+  /* The other pipeline is ready and served meanwhile. */
+  predict_json (s.port, "serve", "{\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+
+  /* Ready once the 10 warm-up requests went through (about 2 s). */
+  gint64 until = g_get_monotonic_time () + 300 * G_USEC_PER_SEC;
+  int status;
+  while ((status = get (s.port, "/healthz", &r)) == 503 && g_get_monotonic_time () < until) {
+    CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "warming up"));
+    resp_clear (&r);
+    g_usleep (50000);
+  }
+  CU_ASSERT_EQUAL (status, 200);
+  CU_ASSERT (r.body && strcmp (r.body, "ok\n") == 0);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (get (s.port, "/v1/pipelines", &r), 200);
+  CU_ASSERT_PTR_NULL (r.body && strstr (r.body, "\"warming_up\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"completed\" : 10"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"timed_out\" : 5"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"done\" : true"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "warm.jsonl\""));
+  resp_clear (&r);
+  /* The warm-up requests were decoded by the pipeline's data_reader, as a client's. */
+  CU_ASSERT_EQUAL (get (s.port, "/metrics", &r), 200);
+  CU_ASSERT_PTR_NOT_NULL (
+      r.body && strstr (r.body, "sedp_data_reader_requests_total{pipeline=\"warm\",stage=\"reader\"} 10\n"));
+  resp_clear (&r);
+  predict_json (s.port, "warm", "{\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  /* What serve printed: the summary, then ready. */
+  g_autofree char *l1 = g_data_input_stream_read_line (s.err, NULL, NULL, NULL);
+  g_autofree char *l2 = g_data_input_stream_read_line (s.err, NULL, NULL, NULL);
+  CU_ASSERT_PTR_NOT_NULL (l1 && strstr (l1, "warm: 10 warm-up requests (2 records × 5) in "));
+  CU_ASSERT_PTR_NOT_NULL (l1 && strstr (l1, ", 5 timed out"));
+  CU_ASSERT (l2 && strcmp (l2, "sedp serve: ready") == 0);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* A warm-up request that fails (a stage fails it) ends serve with status 1 and names the warm-up
+ * file's line; SIGTERM while warming up drains and exits 0. */
+static void
+test_warmup_fails (void)
+{
+  const char *failing = "[pipeline]\nname = f\nwarmup = warm.jsonl\n"
+                        "[stage reader]\nplugin = data_reader\n"
+                        "[stage f]\nplugin = fault_injector\nafter = reader\nscope = request\n"
+                        "fail_requests = boom\n"
+                        "[stage score]\nplugin = synthetic_work\nafter = f\noutput = score\n";
+  const char *files[] = {"warm.jsonl",
+                         "{\"request_id\": \"fine\", \"items\": [{\"id\": 1}]}\n"
+                         "{\"request_id\": \"boom\", \"items\": [{\"id\": 2}]}\n",
+                         NULL};
+  const char *pipelines[] = {failing, NULL};
+  Server s;
+  if (!server_start_with (&s, pipelines, files, NULL))
+    return;
+  g_autofree char *err = server_read_rest (&s);
+  CU_ASSERT_PTR_NOT_NULL (strstr (err, "sedp serve: "));
+  CU_ASSERT_PTR_NOT_NULL (strstr (err, "warm.jsonl:2: warm-up request of pipeline 'f' failed"));
+  CU_ASSERT_PTR_NOT_NULL (strstr (err, "injected failure"));
+  CU_ASSERT_PTR_NULL (strstr (err, "sedp serve: ready"));
+  if (!strstr (err, "warm.jsonl:2:"))
+    fprintf (stderr, "\n  server said: %s\n", err);
+  s.signaled = TRUE; /* it exits by itself */
+  CU_ASSERT_EQUAL (server_stop (&s), 1);
+
+  /* SIGTERM during a (long) warm-up: the request in flight drains, exit 0. */
+  const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\nwarmup = warm.jsonl\n"
+                     "warmup_repeat = 1000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\nsleep_us = 100000\n"
+                     "output = score\n";
+  const char *slow_files[] = {"warm.jsonl", "{\"items\": [{\"id\": 1}]}\n", NULL};
+  const char *slow_pipelines[] = {slow, NULL};
+  if (!server_start_with (&s, slow_pipelines, slow_files, NULL))
+    return;
+  Resp r;
+  CU_ASSERT_EQUAL (get (s.port, "/healthz", &r), 503);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* A bad warm-up file: serve (like check) stops before listening, naming the pipeline file's line
+ * and the warm-up file's. */
+static void
+test_warmup_bad_file (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sedp-server-XXXXXX", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dir);
+  g_autofree char *conf = g_build_filename (dir, "p.conf", NULL);
+  g_autofree char *warm = g_build_filename (dir, "warm.jsonl", NULL);
+  CU_ASSERT_TRUE_FATAL (g_file_set_contents (conf,
+                                             "[pipeline]\nname = w\nwarmup = warm.jsonl\n"
+                                             "[stage reader]\nplugin = data_reader\n"
+                                             "[stage s]\nplugin = synthetic_work\nafter = reader\n",
+                                             -1, NULL));
+  const char *warms[] = {NULL, "{\"items\": [{\"id\": 1}]}\n{\"items\": [{\"id\": 1}, {\"id\": \"x\"}]}\n"};
+  const char *needles[] = {"p.conf:3: [pipeline] warmup: cannot read", "warm.jsonl:2: invalid request: items[1].id"};
+  for (guint i = 0; i < G_N_ELEMENTS (warms); i++) {
+    if (warms[i]) {
+      CU_ASSERT_TRUE (g_file_set_contents (warm, warms[i], -1, NULL));
+    }
+    for (guint cmd = 0; cmd < 2; cmd++) {
+      const char *argv[] = {SEDP_BINARY, cmd ? "check" : "serve", conf, cmd ? NULL : "--listen",
+                            "127.0.0.1:0", NULL};
+      g_autofree char *out = NULL, *err = NULL;
+      int status = 0;
+      CU_ASSERT_TRUE (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                    &err, &status, NULL));
+      CU_ASSERT_FALSE (g_spawn_check_wait_status (status, NULL));
+      CU_ASSERT_PTR_NOT_NULL (err && strstr (err, needles[i]));
+      CU_ASSERT_PTR_NULL (err && strstr (err, "listening"));
+      if (err && !strstr (err, needles[i]))
+        fprintf (stderr, "\n  sedp said: %s\n", err);
+    }
+  }
+  g_unlink (warm);
+  g_unlink (conf);
+  g_rmdir (dir);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -703,6 +892,9 @@ main (void)
     T (test_client_disconnect),
     T (test_feedback_invalidates),
     T (test_command_line),
+    T (test_warmup_healthz),
+    T (test_warmup_fails),
+    T (test_warmup_bad_file),
 #undef T
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
