@@ -63,33 +63,38 @@ typedef struct {
     gint64 i;
     double d;
     const char *s;
-    const uint64_t *ids;
-    const float *floats;
+    gsize at;          /* SRC_IDS: the first id in the decode's id arena */
+    const guint8 *raw; /* SRC_FLOATS: n little-endian floats in the payload (maybe unaligned) */
   } v;
 } PbValue;
 
 typedef struct {
   ColumnKind k;    /* first: a PbColumn is typed as a ColumnKind */
   guint seen;      /* 1 + the last row that has it */
+  gsize name_len;
   PbValue *vals;   /* one per row; SRC_NONE where missing */
 } PbColumn;
 
 typedef struct {
-  const char *what; /* "items" or "user" */
+  const char *what;   /* "items" or "user" */
   guint n_rows;
-  GHashTable *index; /* name → 1 + position in columns */
-  GArray *columns;   /* PbColumn */
-  GArray *row_order; /* guint: the columns of the current row, in first-seen order */
+  GArray *columns;    /* PbColumn */
+  GArray *row_order;  /* guint: the columns of the current row, in first-seen order */
+  guint guess;        /* the column the next feature most likely names (features come in order) */
+  GArray *ids;        /* guint64: the ids of every IdList, shared by the decode's builders */
+  GStringChunk *text; /* names and string values, NUL-terminated */
 } PbBuilder;
 
 static void
-pb_builder_init (PbBuilder *b, const char *what, guint n_rows)
+pb_builder_init (PbBuilder *b, const char *what, guint n_rows, GArray *ids, GStringChunk *text)
 {
   b->what = what;
   b->n_rows = n_rows;
-  b->index = g_hash_table_new (g_str_hash, g_str_equal);
   b->columns = g_array_new (FALSE, TRUE, sizeof (PbColumn));
   b->row_order = g_array_new (FALSE, FALSE, sizeof (guint));
+  b->guess = 0;
+  b->ids = ids;
+  b->text = text;
 }
 
 static void
@@ -99,62 +104,43 @@ pb_builder_clear (PbBuilder *b)
     g_free (g_array_index (b->columns, PbColumn, i).vals);
   g_array_unref (b->columns);
   g_array_unref (b->row_order);
-  g_hash_table_unref (b->index);
+}
+
+/* The column named by the @len bytes at @name (not NUL-terminated), created on first sight.
+ * Requests name the same few features in the same order item after item, so the column after
+ * the last one found is tried first, then all of them. */
+static PbColumn *
+pb_column (PbBuilder *b, const char *name, gsize len, guint *index)
+{
+  guint n = b->columns->len;
+  for (guint t = 0; t < n; t++) {
+    guint i = (b->guess + t) % n;
+    PbColumn *c = &g_array_index (b->columns, PbColumn, i);
+    if (c->name_len == len && memcmp (c->k.name, name, len) == 0) {
+      b->guess = i + 1;
+      *index = i;
+      return c;
+    }
+  }
+  PbColumn c = {.k.name = g_string_chunk_insert_len (b->text, name, (gssize) len),
+                .name_len = len,
+                .vals = g_new0 (PbValue, MAX (b->n_rows, 1))};
+  g_array_append_val (b->columns, c);
+  b->guess = n + 1;
+  *index = n;
+  return &g_array_index (b->columns, PbColumn, n);
 }
 
 static void
-pb_set (PbBuilder *b, guint row, const char *name, const PbValue *v)
+pb_set (PbBuilder *b, guint row, const char *name, gsize len, const PbValue *v)
 {
-  guint pos = GPOINTER_TO_UINT (g_hash_table_lookup (b->index, name));
-  if (pos == 0) {
-    PbColumn c = {.k.name = name, .vals = g_new0 (PbValue, MAX (b->n_rows, 1))};
-    g_array_append_val (b->columns, c);
-    pos = b->columns->len;
-    g_hash_table_insert (b->index, (gpointer) name, GUINT_TO_POINTER (pos));
-  }
-  PbColumn *c = &g_array_index (b->columns, PbColumn, pos - 1);
+  guint idx;
+  PbColumn *c = pb_column (b, name, len, &idx);
   if (c->seen != row + 1) {
     c->seen = row + 1;
-    guint idx = pos - 1;
     g_array_append_val (b->row_order, idx);
   }
   c->vals[row] = *v;
-}
-
-static gboolean
-pb_set_feature (PbBuilder *b, guint row, const char *name, const Sedp__Serving__Feature *f)
-{
-  PbValue v = {SRC_NONE};
-  if (f == NULL)
-    return FALSE;
-  switch (f->value_case) {
-  case SEDP__SERVING__FEATURE__VALUE_INT_VALUE:
-    v.src = SRC_INT;
-    v.v.i = f->int_value;
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_FLOAT_VALUE:
-    v.src = SRC_FLOAT;
-    v.v.d = f->float_value;
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_STRING_VALUE:
-    v.src = SRC_STRING;
-    v.v.s = f->string_value ? f->string_value : "";
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_IDS:
-    v.src = SRC_IDS;
-    v.n = f->ids ? (guint) f->ids->n_ids : 0;
-    v.v.ids = v.n ? f->ids->ids : NULL;
-    break;
-  case SEDP__SERVING__FEATURE__VALUE_FLOATS:
-    v.src = SRC_FLOATS;
-    v.n = f->floats ? (guint) f->floats->n_values : 0;
-    v.v.floats = v.n ? f->floats->values : NULL;
-    break;
-  default:
-    return FALSE;
-  }
-  pb_set (b, row, name, &v);
-  return TRUE;
 }
 
 static Kind
@@ -207,6 +193,7 @@ static SedpFrame *
 pb_builder_frame (PbBuilder *b)
 {
   guint n_rows = b->n_rows;
+  const guint64 *ids = (const guint64 *) (gpointer) b->ids->data;
   SedpFrame *frame = sedp_frame_new (n_rows);
   for (guint i = 0; i < b->columns->len; i++) {
     PbColumn *f = &g_array_index (b->columns, PbColumn, i);
@@ -220,7 +207,7 @@ pb_builder_frame (PbBuilder *b)
         offsets[r] = pos;
         const PbValue *v = &f->vals[r];
         if (v->src == SRC_IDS && v->n) {
-          memcpy (values + pos, v->v.ids, (gsize) v->n * sizeof (guint64));
+          memcpy (values + pos, ids + v->v.at, (gsize) v->n * sizeof (guint64));
           pos += v->n;
         }
       }
@@ -248,10 +235,10 @@ pb_builder_frame (PbBuilder *b)
         float *dst = data + (gsize) r * width;
         guint n = MIN (v->n, width);
         if (v->src == SRC_FLOATS) {
-          memcpy (dst, v->v.floats, (gsize) n * sizeof (float));
+          memcpy (dst, v->v.raw, (gsize) n * sizeof (float)); /* little-endian, as the wire */
         } else if (v->src == SRC_IDS) {
           for (guint k = 0; k < n; k++) /* as the JSON integer the id stands for */
-            dst[k] = (float) (double) (gint64) v->v.ids[k];
+            dst[k] = (float) (double) (gint64) ids[v->v.at + k];
         }
       }
     } else {
@@ -277,64 +264,437 @@ check_id (guint64 id, const char *path, const char *column, GError **error)
   return TRUE;
 }
 
-/* Every id fits its int64 column (checked before any typing, as the JSON route does). */
-static gboolean
-check_protobuf_ids (const Sedp__Serving__PredictRequest *m, GError **error)
+/* ---- the protobuf wire format, read in place ----
+ * PredictRequest is walked field by field over the payload (no message tree is unpacked): ids
+ * are decoded into one arena, floats are read where they lie, names and strings are copied once
+ * per decode. Unknown fields are skipped, as protobuf parsers do; a later value of a singular
+ * field or of a oneof replaces the earlier one; repeated ids and floats may come packed or not. */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+/* A cursor over one message's bytes. */
+typedef struct {
+  const guint8 *p, *end;
+} Wire;
+
+static inline gboolean
+wire_varint (Wire *w, guint64 *out)
 {
-  if (m->user && !check_id (m->user->id, "user.id", "user_id", error))
-    return FALSE;
-  for (size_t i = 0; i < m->n_items; i++)
-    if (m->items[i]->id > (guint64) G_MAXINT64) {
-      g_autofree char *path = g_strdup_printf ("items[%zu].id", i);
-      return check_id (m->items[i]->id, path, "item_id", error);
+  guint64 v = 0;
+  for (guint shift = 0; shift < 64 && w->p < w->end; shift += 7) {
+    guint8 byte = *w->p++;
+    v |= (guint64) (byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      *out = v;
+      return TRUE;
     }
+  }
+  return FALSE; /* truncated, or longer than 10 bytes */
+}
+
+/* The next field's number and wire type; FALSE at the end or on a malformed tag (*@bad set). */
+static inline gboolean
+wire_tag (Wire *w, guint32 *field, guint *type, gboolean *bad)
+{
+  guint64 tag;
+  *bad = FALSE;
+  if (w->p >= w->end)
+    return FALSE;
+  if (!wire_varint (w, &tag) || (tag >> 3) == 0 || (tag >> 3) > G_MAXUINT32) {
+    *bad = TRUE;
+    return FALSE;
+  }
+  *field = (guint32) (tag >> 3);
+  *type = (guint) (tag & 7);
   return TRUE;
 }
 
-/* The items frame, and the user's columns merged into @request_frame (when given). */
-static gboolean
-frames_from_protobuf (const Sedp__Serving__PredictRequest *m, SedpFrame *request_frame,
-                      SedpProtocolRequest *out, GError **error)
+/* A length-delimited field's bytes. */
+static inline gboolean
+wire_len (Wire *w, Wire *inner)
 {
-  PbBuilder b;
-  pb_builder_init (&b, "items", (guint) m->n_items);
-  for (guint i = 0; i < m->n_items; i++) {
-    const Sedp__Serving__Item *it = m->items[i];
-    for (size_t k = 0; k < it->n_features; k++) {
-      const Sedp__Serving__Item__FeaturesEntry *e = it->features[k];
-      pb_set_feature (&b, i, e->key, e->value);
-    }
-    if (it->escore_present_case == SEDP__SERVING__ITEM__ESCORE_PRESENT_ESCORE) {
-      PbValue v = {.src = SRC_FLOAT, .v.d = it->escore};
-      pb_set (&b, i, "escore", &v);
-    }
-    PbValue id = {.src = SRC_INT, .v.i = (gint64) it->id};
-    pb_set (&b, i, "item_id", &id);
-    if (!pb_end_row (&b, i, error)) {
-      pb_builder_clear (&b);
+  guint64 len;
+  if (!wire_varint (w, &len) || len > (guint64) (w->end - w->p))
+    return FALSE;
+  inner->p = w->p;
+  inner->end = w->p + len;
+  w->p += len;
+  return TRUE;
+}
+
+static inline gboolean
+wire_fixed32 (Wire *w, guint32 *out)
+{
+  if (w->end - w->p < 4)
+    return FALSE;
+  *out = (guint32) w->p[0] | (guint32) w->p[1] << 8 | (guint32) w->p[2] << 16 | (guint32) w->p[3] << 24;
+  w->p += 4;
+  return TRUE;
+}
+
+/* Skips a field of wire type @type (groups are refused: proto3 has none). */
+static gboolean
+wire_skip (Wire *w, guint type)
+{
+  guint64 v;
+  Wire inner;
+  switch (type) {
+  case WT_VARINT:
+    return wire_varint (w, &v);
+  case WT_I64:
+    if (w->end - w->p < 8)
+      return FALSE;
+    w->p += 8;
+    return TRUE;
+  case WT_LEN:
+    return wire_len (w, &inner);
+  case WT_I32:
+    if (w->end - w->p < 4)
+      return FALSE;
+    w->p += 4;
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+static float
+float_from_bits (guint32 bits)
+{
+  float f;
+  memcpy (&f, &bits, sizeof f);
+  return f;
+}
+
+/* "not a valid protobuf PredictRequest: PATH: WHY (at byte N of M)" */
+static gboolean G_GNUC_PRINTF (4, 5)
+malformed (GError **error, const Wire *w, const Wire *whole, const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  g_autofree char *what = g_strdup_vprintf (format, args);
+  va_end (args);
+  return invalid (error, "not a valid protobuf PredictRequest (truncated or malformed): %s (at byte "
+                  "%zu of %zu)", what, (gsize) (w->p - whole->p), (gsize) (whole->end - whole->p));
+}
+
+/* Decoding state of one request. */
+typedef struct {
+  Wire whole;
+  GArray *ids;
+  GStringChunk *text;
+} WireDecode;
+
+/* The ids of an IdList message (packed or not), appended to the arena. */
+static gboolean
+wire_ids (WireDecode *d, Wire *w, PbValue *v)
+{
+  v->src = SRC_IDS;
+  v->v.at = d->ids->len;
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (w, &field, &type, &bad)) {
+    guint64 id;
+    if (field == 1 && type == WT_LEN) {
+      Wire packed;
+      if (!wire_len (w, &packed))
+        return FALSE;
+      while (packed.p < packed.end) {
+        if (!wire_varint (&packed, &id))
+          return FALSE;
+        g_array_append_val (d->ids, id);
+      }
+    } else if (field == 1 && type == WT_VARINT) {
+      if (!wire_varint (w, &id))
+        return FALSE;
+      g_array_append_val (d->ids, id);
+    } else if (!wire_skip (w, type)) {
       return FALSE;
     }
   }
-  out->items = pb_builder_frame (&b);
-  pb_builder_clear (&b);
-  if (request_frame == NULL)
-    return TRUE;
-  pb_builder_init (&b, "user", 1);
-  if (m->user) {
-    PbValue id = {.src = SRC_INT, .v.i = (gint64) m->user->id};
-    pb_set (&b, 0, "user_id", &id);
-    for (size_t k = 0; k < m->user->n_features; k++) {
-      const Sedp__Serving__User__FeaturesEntry *e = m->user->features[k];
-      pb_set_feature (&b, 0, e->key, e->value);
+  v->n = d->ids->len - (guint) v->v.at;
+  return !bad;
+}
+
+/* The floats of a FloatList message: read in place when packed in one run (as every encoder
+ * writes them); otherwise gathered into the text chunk. */
+static gboolean
+wire_floats (WireDecode *d, Wire *w, PbValue *v)
+{
+  v->src = SRC_FLOATS;
+  v->n = 0;
+  v->v.raw = NULL;
+  GByteArray *scattered = NULL;
+  guint32 field;
+  guint type;
+  gboolean bad, ok = TRUE;
+  while (ok && wire_tag (w, &field, &type, &bad)) {
+    if (field == 1 && (type == WT_LEN || type == WT_I32)) {
+      Wire run = {w->p, w->p + 4};
+      if (type == WT_LEN)
+        ok = wire_len (w, &run) && (run.end - run.p) % 4 == 0;
+      else
+        ok = w->end - w->p >= 4 && (w->p += 4, TRUE);
+      if (!ok)
+        break;
+      guint n = (guint) ((run.end - run.p) / 4);
+      if (v->n == 0 && scattered == NULL) {
+        v->v.raw = run.p;
+      } else {
+        if (scattered == NULL) {
+          scattered = g_byte_array_new ();
+          g_byte_array_append (scattered, v->v.raw, v->n * 4);
+        }
+        g_byte_array_append (scattered, run.p, n * 4);
+      }
+      v->n += n;
+    } else {
+      ok = wire_skip (w, type);
     }
   }
-  gboolean ok = pb_end_row (&b, 0, error);
-  if (ok) {
-    SedpFrame *uf = pb_builder_frame (&b);
-    sedp_frame_merge_columns (request_frame, uf);
-    sedp_frame_unref (uf);
+  if (scattered) {
+    v->v.raw = (const guint8 *) g_string_chunk_insert_len (d->text, (const char *) scattered->data,
+                                                           (gssize) scattered->len);
+    g_byte_array_unref (scattered);
   }
-  pb_builder_clear (&b);
+  return ok && !bad;
+}
+/* A Feature message into @v (SRC_NONE when it sets no value). */
+static gboolean
+wire_feature (WireDecode *d, Wire *w, PbValue *v)
+{
+  v->src = SRC_NONE;
+  guint32 field, bits;
+  guint type;
+  gboolean bad;
+  while (wire_tag (w, &field, &type, &bad)) {
+    guint64 u;
+    Wire inner;
+    if (field == 1 && type == WT_VARINT) {
+      if (!wire_varint (w, &u))
+        return FALSE;
+      v->src = SRC_INT;
+      v->v.i = (gint64) u;
+    } else if (field == 2 && type == WT_I32) {
+      if (!wire_fixed32 (w, &bits))
+        return FALSE;
+      v->src = SRC_FLOAT;
+      v->v.d = float_from_bits (bits);
+    } else if (field == 3 && type == WT_LEN) {
+      if (!wire_len (w, &inner))
+        return FALSE;
+      gsize len = (gsize) (inner.end - inner.p);
+      if (!g_utf8_validate_len ((const char *) inner.p, len, NULL))
+        return FALSE;
+      v->src = SRC_STRING;
+      v->v.s = g_string_chunk_insert_len (d->text, (const char *) inner.p, (gssize) len);
+    } else if (field == 4 && type == WT_LEN) {
+      if (!wire_len (w, &inner) || !wire_ids (d, &inner, v))
+        return FALSE;
+    } else if (field == 5 && type == WT_LEN) {
+      if (!wire_len (w, &inner) || !wire_floats (d, &inner, v))
+        return FALSE;
+    } else if (!wire_skip (w, type)) {
+      return FALSE;
+    }
+  }
+  return !bad;
+}
+
+/* One entry of a `map<string, Feature> features` (key 1, value 2) into row @row of @b. An entry
+ * without a value sets nothing. */
+static gboolean
+wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, const char *path,
+                    GError **error)
+{
+  const guint8 *key = (const guint8 *) "";
+  gsize key_len = 0;
+  PbValue v = {SRC_NONE};
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (w, &field, &type, &bad)) {
+    Wire inner;
+    if (field == 1 && type == WT_LEN) {
+      if (!wire_len (w, &inner))
+        return malformed (error, w, &d->whole, "%s.features: a truncated key", path);
+      key = inner.p;
+      key_len = (gsize) (inner.end - inner.p);
+    } else if (field == 2 && type == WT_LEN) {
+      if (!wire_len (w, &inner) || !wire_feature (d, &inner, &v))
+        return malformed (error, w, &d->whole, "%s.features[\"%.*s\"]: a malformed Feature", path,
+                          (int) MIN (key_len, 64), (const char *) key);
+    } else if (!wire_skip (w, type)) {
+      return malformed (error, w, &d->whole, "%s.features: a malformed entry", path);
+    }
+  }
+  if (bad)
+    return malformed (error, w, &d->whole, "%s.features: a malformed entry", path);
+  if (memchr (key, '\0', key_len) || !g_utf8_validate_len ((const char *) key, key_len, NULL))
+    return invalid (error, "%s.features: a feature name is not valid UTF-8 text", path);
+  if (v.src != SRC_NONE)
+    pb_set (b, row, (const char *) key, key_len, &v);
+  return TRUE;
+}
+
+/* An Item message into row @row of the items builder. */
+static gboolean
+wire_item (WireDecode *d, Wire *w, PbBuilder *b, guint row, GError **error)
+{
+  char path[32];
+  g_snprintf (path, sizeof path, "items[%u]", row);
+  guint64 id = 0;
+  gboolean has_escore = FALSE;
+  guint32 field, escore = 0;
+  guint type;
+  gboolean bad;
+  while (wire_tag (w, &field, &type, &bad)) {
+    Wire inner;
+    if (field == 1 && type == WT_VARINT) {
+      if (!wire_varint (w, &id))
+        return malformed (error, w, &d->whole, "%s.id: a truncated varint", path);
+    } else if (field == 2 && type == WT_LEN) {
+      if (!wire_len (w, &inner))
+        return malformed (error, w, &d->whole, "%s.features: truncated", path);
+      if (!wire_feature_entry (d, &inner, b, row, path, error))
+        return FALSE;
+    } else if (field == 3 && type == WT_I32) {
+      if (!wire_fixed32 (w, &escore))
+        return malformed (error, w, &d->whole, "%s.escore: truncated", path);
+      has_escore = TRUE;
+    } else if (!wire_skip (w, type)) {
+      return malformed (error, w, &d->whole, "%s: a malformed field %u", path, field);
+    }
+  }
+  if (bad)
+    return malformed (error, w, &d->whole, "%s: a malformed field tag", path);
+  char id_path[48];
+  g_snprintf (id_path, sizeof id_path, "%s.id", path);
+  if (!check_id (id, id_path, "item_id", error))
+    return FALSE;
+  if (has_escore) {
+    PbValue v = {.src = SRC_FLOAT, .v.d = float_from_bits (escore)};
+    pb_set (b, row, "escore", 6, &v);
+  }
+  PbValue v = {.src = SRC_INT, .v.i = (gint64) id};
+  pb_set (b, row, "item_id", 7, &v);
+  return pb_end_row (b, row, error);
+}
+
+/* A User message into the one row of the user builder (a second `user` field merges into it, as
+ * protobuf merges repeated singular messages). */
+static gboolean
+wire_user (WireDecode *d, Wire *w, PbBuilder *b, guint64 *id, GError **error)
+{
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (w, &field, &type, &bad)) {
+    Wire inner;
+    if (field == 1 && type == WT_VARINT) {
+      if (!wire_varint (w, id))
+        return malformed (error, w, &d->whole, "user.id: a truncated varint");
+    } else if (field == 2 && type == WT_LEN) {
+      if (!wire_len (w, &inner))
+        return malformed (error, w, &d->whole, "user.features: truncated");
+      if (!wire_feature_entry (d, &inner, b, 0, "user", error))
+        return FALSE;
+    } else if (!wire_skip (w, type)) {
+      return malformed (error, w, &d->whole, "user: a malformed field %u", field);
+    }
+  }
+  return bad ? malformed (error, w, &d->whole, "user: a malformed field tag") : TRUE;
+}
+
+/* A protobuf PredictRequest: the request's fields into @out, its items into out->items, the
+ * user's columns merged into @request_frame (when given). */
+static gboolean
+decode_protobuf (const guint8 *data, gsize size, guint max_items, SedpFrame *request_frame,
+                 SedpProtocolRequest *out, GError **error)
+{
+  WireDecode d = {.whole = {data, data + size}};
+  /* 1. the top level: scalars, and where the items and the user are */
+  Wire w = d.whole;
+  g_autoptr (GArray) items = g_array_new (FALSE, FALSE, sizeof (Wire));
+  g_autoptr (GArray) users = g_array_new (FALSE, FALSE, sizeof (Wire));
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (&w, &field, &type, &bad)) {
+    guint64 u;
+    Wire inner;
+    if (field == 1 && type == WT_LEN) {
+      if (!wire_len (&w, &inner))
+        return malformed (error, &w, &d.whole, "request_id: truncated");
+      gsize len = (gsize) (inner.end - inner.p);
+      if (memchr (inner.p, '\0', len) || !g_utf8_validate_len ((const char *) inner.p, len, NULL))
+        return invalid (error, "request_id: not valid UTF-8 text");
+      g_free (out->request_id);
+      out->request_id = len ? g_strndup ((const char *) inner.p, len) : NULL;
+    } else if ((field == 2 || field == 3) && type == WT_LEN) {
+      if (!wire_len (&w, &inner))
+        return malformed (error, &w, &d.whole, "%s: truncated", field == 2 ? "user" : "items");
+      g_array_append_val (field == 2 ? users : items, inner);
+    } else if ((field == 4 || field == 5) && type == WT_VARINT) {
+      if (!wire_varint (&w, &u))
+        return malformed (error, &w, &d.whole, "%s: a truncated varint",
+                          field == 4 ? "deadline_ms" : "top_k");
+      if (field == 4)
+        out->deadline_ms = (guint32) u;
+      else
+        out->top_k = (guint32) u;
+    } else if (!wire_skip (&w, type)) {
+      return malformed (error, &w, &d.whole, "a malformed field %u", field);
+    }
+  }
+  if (bad)
+    return malformed (error, &w, &d.whole, "a malformed field tag");
+  if (items->len == 0)
+    return invalid (error, "items: a request needs at least one item");
+  if (items->len > max_items)
+    return invalid (error, "items: %u items, more than the limit of %u", items->len, max_items);
+  if (out->deadline_ms > MAX_DEADLINE_MS)
+    return invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
+  if (out->top_k > items->len)
+    out->top_k = items->len;
+
+  /* 2. the user, then the items */
+  d.ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  d.text = g_string_chunk_new (256);
+  gboolean ok = TRUE;
+  PbBuilder b;
+  if (request_frame) {
+    pb_builder_init (&b, "user", 1, d.ids, d.text);
+    guint64 user_id = 0;
+    PbValue id = {.src = SRC_INT};
+    if (users->len > 0)
+      pb_set (&b, 0, "user_id", 7, &id); /* the first column, as in JSON */
+    for (guint i = 0; ok && i < users->len; i++)
+      ok = wire_user (&d, &g_array_index (users, Wire, i), &b, &user_id, error);
+    if (ok && users->len > 0) {
+      ok = check_id (user_id, "user.id", "user_id", error);
+      id.v.i = (gint64) user_id;
+      pb_set (&b, 0, "user_id", 7, &id);
+    }
+    ok = ok && pb_end_row (&b, 0, error);
+    if (ok) {
+      SedpFrame *uf = pb_builder_frame (&b);
+      sedp_frame_merge_columns (request_frame, uf);
+      sedp_frame_unref (uf);
+    }
+    pb_builder_clear (&b);
+  }
+  if (ok) {
+    pb_builder_init (&b, "items", items->len, d.ids, d.text);
+    for (guint i = 0; ok && i < items->len; i++)
+      ok = wire_item (&d, &g_array_index (items, Wire, i), &b, i, error);
+    if (ok)
+      out->items = pb_builder_frame (&b);
+    pb_builder_clear (&b);
+  }
+  g_array_unref (d.ids);
+  g_string_chunk_free (d.text);
   return ok;
 }
 
@@ -651,28 +1011,7 @@ sedp_protocol_decode_request (const guint8 *data, gsize size, const char *conten
       }
     }
   } else {
-    Sedp__Serving__PredictRequest *m = sedp__serving__predict_request__unpack (NULL, size, data);
-    if (m == NULL) {
-      ok = invalid (error, "not a valid protobuf PredictRequest (truncated or malformed, %zu bytes)",
-                    size);
-    } else if (m->n_items == 0) {
-      ok = invalid (error, "items: a request needs at least one item");
-    } else if (m->n_items > max_items) {
-      ok = invalid (error, "items: %zu items, more than the limit of %u", m->n_items, max_items);
-    } else {
-      out->request_id = *m->request_id ? g_strdup (m->request_id) : NULL;
-      out->deadline_ms = m->deadline_ms;
-      out->top_k = m->top_k;
-      ok = check_protobuf_ids (m, error);
-      if (ok && out->deadline_ms > MAX_DEADLINE_MS)
-        ok = invalid (error, "deadline_ms: %u is more than %u", out->deadline_ms, MAX_DEADLINE_MS);
-      if (ok && out->top_k > m->n_items)
-        out->top_k = (guint) m->n_items;
-      if (ok)
-        ok = frames_from_protobuf (m, request_frame, out, error);
-    }
-    if (m)
-      sedp__serving__predict_request__free_unpacked (m, NULL);
+    ok = decode_protobuf (data, size, max_items, request_frame, out, error);
   }
   if (!ok)
     sedp_protocol_request_clear (out);
