@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -19,12 +20,15 @@ on_done (SedpRequest *request, gpointer user_data)
 int
 sedp_cmd_run (int argc, char **argv)
 {
-  char *requests_path = NULL, *out_path = NULL, *metrics_path = NULL;
+  char *requests_path = NULL, *out_path = NULL, *metrics_path = NULL, *format_name = NULL;
   gint max_inflight = 256;
   gboolean quiet = FALSE;
   const GOptionEntry entries[] = {
     {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &requests_path,
-     "JSON Lines file of requests ('-' for standard input)", "FILE"},
+     "File of requests ('-' for standard input): JSON Lines, PredictRequest JSON lines or a "
+     "protobuf request log", "FILE"},
+    {"requests-format", 0, 0, G_OPTION_ARG_STRING, &format_name,
+     "auto (default: from the name and the first byte), jsonl, predict-jsonl or pb", "FORMAT"},
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path,
      "Where to write one JSON result per request, in input order (default: standard output)", "FILE"},
     {"max-inflight", 0, 0, G_OPTION_ARG_INT, &max_inflight,
@@ -38,12 +42,19 @@ sedp_cmd_run (int argc, char **argv)
                        "Scores every request of FILE through PIPELINE and writes the results. "
                        "Requests are submitted concurrently (up to --max-inflight) and results are "
                        "written in input order. A malformed request stops the run with a message "
-                       "naming the line; requests already accepted are finished first.",
+                       "naming the line (or the record of a protobuf log); requests already "
+                       "accepted are finished first. PredictRequests (protobuf logs, "
+                       "predict-jsonl) are decoded by the pipeline's data_reader, as in serving.",
                        entries, &argc, &argv))
     return 2;
-  g_autofree char *rp = requests_path, *op = out_path, *mp = metrics_path;
+  g_autofree char *rp = requests_path, *op = out_path, *mp = metrics_path, *fn = format_name;
   if (argc != 2 || rp == NULL) {
     sedp_cli_error ("run", "expected PIPELINE and --requests FILE (see --help)");
+    return 2;
+  }
+  SedpRequestFormat format = SEDP_REQUEST_FORMAT_AUTO;
+  if (fn && !sedp_request_format_from_string (fn, &format)) {
+    sedp_cli_error ("run", "--requests-format must be auto, jsonl, predict-jsonl or pb");
     return 2;
   }
   if (max_inflight < 1 || max_inflight > 1000000) {
@@ -59,6 +70,13 @@ sedp_cmd_run (int argc, char **argv)
     return 1;
   }
   char **outputs = g_strdupv (graph->spec->outputs);
+  /* PredictRequests travel as payloads: the source stage must decode them. */
+  const SedpGraphNode *source = &graph->nodes[graph->source];
+  gboolean source_decodes = strcmp (source->plugin->name, "data_reader") == 0;
+  g_autofree char *no_decoder = g_strdup_printf (
+      "%s: the requests of %s are PredictRequests, which the pipeline's source stage decodes, but "
+      "its source stage '%s' is plugin '%s', not data_reader",
+      argv[1], rp, source->spec->name, source->plugin->name);
   SedpPipeline *pipeline = sedp_pipeline_new (graph, &error);
   if (pipeline == NULL || !sedp_pipeline_start (pipeline, &error)) {
     sedp_cli_error ("run", error->message);
@@ -66,7 +84,7 @@ sedp_cmd_run (int argc, char **argv)
     g_strfreev (outputs);
     return 1;
   }
-  SedpRequestReader *reader = sedp_request_reader_open (rp, &error);
+  SedpRequestReader *reader = sedp_request_reader_open_format (rp, format, &error);
   FILE *out = stdout;
   if (reader && op && !(out = fopen (op, "w"))) {
     g_set_error (&error, G_FILE_ERROR, g_file_error_from_errno (errno), "%s: cannot write: %s", op,
@@ -106,6 +124,11 @@ sedp_cmd_run (int argc, char **argv)
     SedpRequest *req = sedp_request_reader_next (reader, &error);
     if (req == NULL)
       break;
+    if (!source_decodes && sedp_request_get_payload (req, NULL, NULL)) {
+      g_set_error_literal (&error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, no_decoder);
+      sedp_request_unref (req);
+      break;
+    }
     for (;;) {
       while (inflight >= (guint) max_inflight) {
         sedp_request_unref (g_async_queue_pop (st.done));

@@ -1,7 +1,9 @@
-/* sedp — JSON Lines request files: decoding requests into frames, encoding results. */
+/* sedp — request files of `sedp run`: JSON Lines requests decoded into frames (the other formats
+ * are read by request-log.c), and results encoded as JSON Lines. */
 #include "request-file.h"
 
 #include "column-kind.h"
+#include "request-log.h"
 
 #include "../runtime/frame-private.h"
 
@@ -476,20 +478,73 @@ sedp_result_write_json (SedpRequest *request, const char *const *outputs, GStrin
   g_string_append (out, text);
 }
 
+const char *
+sedp_request_format_to_string (SedpRequestFormat format)
+{
+  static const char *const names[] = {"auto", "jsonl", "predict-jsonl", "pb"};
+  return format <= SEDP_REQUEST_FORMAT_PB ? names[format] : "invalid";
+}
+
+gboolean
+sedp_request_format_from_string (const char *name, SedpRequestFormat *format)
+{
+  for (SedpRequestFormat f = SEDP_REQUEST_FORMAT_AUTO; f <= SEDP_REQUEST_FORMAT_PB; f++)
+    if (g_strcmp0 (name, sedp_request_format_to_string (f)) == 0) {
+      *format = f;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 struct _SedpRequestReader {
   char *path;
   GInputStream *base;
   GDataInputStream *data;
+  SedpRequestFormat format; /* AUTO: JSON lines, the kind not known yet */
+  SedpRequestLog *log;      /* SEDP_REQUEST_FORMAT_PB */
   guint line;
   goffset size;
   goffset consumed;
 };
 
+/* AUTO: the format from the name, else from the first byte (JSON lines may still be either). */
+static gboolean
+sniff_format (SedpRequestReader *rd, GError **error)
+{
+  if (g_str_has_suffix (rd->path, ".pb")) {
+    rd->format = SEDP_REQUEST_FORMAT_PB;
+    return TRUE;
+  }
+  if (g_str_has_suffix (rd->path, ".jsonl") || g_str_has_suffix (rd->path, ".json") ||
+      g_str_has_suffix (rd->path, ".ndjson"))
+    return TRUE;
+  g_autoptr (GError) local = NULL;
+  if (g_buffered_input_stream_fill (G_BUFFERED_INPUT_STREAM (rd->data), 1, NULL, &local) < 0) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_READ, "%s: read error: %s", rd->path,
+                 local->message);
+    return FALSE;
+  }
+  gsize avail = 0;
+  const guint8 *head = g_buffered_input_stream_peek_buffer (G_BUFFERED_INPUT_STREAM (rd->data), &avail);
+  gboolean json = avail == 0 || head[0] == 0xef /* a byte order mark */ ||
+                  (head[0] != '\0' && strchr ("{# \t\r\n\v\f", head[0]) != NULL);
+  if (!json)
+    rd->format = SEDP_REQUEST_FORMAT_PB;
+  return TRUE;
+}
+
 SedpRequestReader *
 sedp_request_reader_open (const char *path, GError **error)
 {
+  return sedp_request_reader_open_format (path, SEDP_REQUEST_FORMAT_JSONL, error);
+}
+
+SedpRequestReader *
+sedp_request_reader_open_format (const char *path, SedpRequestFormat format, GError **error)
+{
   SedpRequestReader *rd = g_new0 (SedpRequestReader, 1);
   rd->path = g_strdup (path);
+  rd->format = format;
   if (strcmp (path, "-") == 0) {
     rd->base = g_unix_input_stream_new (0, FALSE);
   } else {
@@ -509,12 +564,23 @@ sedp_request_reader_open (const char *path, GError **error)
   }
   rd->data = g_data_input_stream_new (rd->base);
   g_data_input_stream_set_newline_type (rd->data, G_DATA_STREAM_NEWLINE_TYPE_ANY);
+  if (format == SEDP_REQUEST_FORMAT_AUTO && !sniff_format (rd, error)) {
+    sedp_request_reader_close (rd);
+    return NULL;
+  }
+  if (rd->format == SEDP_REQUEST_FORMAT_PB)
+    rd->log = sedp_request_log_new (G_INPUT_STREAM (rd->data), path, rd->size);
   return rd;
 }
 
 SedpRequest *
 sedp_request_reader_next (SedpRequestReader *rd, GError **error)
 {
+  if (rd->log) {
+    SedpRequest *r = sedp_request_log_next (rd->log, error);
+    rd->consumed = (goffset) sedp_request_log_get_offset (rd->log);
+    return r;
+  }
   for (;;) {
     gsize len = 0;
     g_autoptr (GError) local = NULL;
@@ -530,9 +596,21 @@ sedp_request_reader_next (SedpRequestReader *rd, GError **error)
     char *text = g_strstrip (line);
     if (*text == '\0' || *text == '#')
       continue;
+    if (rd->format == SEDP_REQUEST_FORMAT_AUTO) /* the first request decides */
+      rd->format = sedp_request_json_is_predict (text, strlen (text))
+                       ? SEDP_REQUEST_FORMAT_PREDICT_JSONL
+                       : SEDP_REQUEST_FORMAT_JSONL;
     g_autofree char *where = g_strdup_printf ("%s:%u", rd->path, rd->line);
+    if (rd->format == SEDP_REQUEST_FORMAT_PREDICT_JSONL)
+      return sedp_request_from_predict_json (text, strlen (text), where, error);
     return sedp_request_from_json (text, -1, where, error);
   }
+}
+
+SedpRequestFormat
+sedp_request_reader_get_format (SedpRequestReader *rd)
+{
+  return rd->format;
 }
 
 double
@@ -546,6 +624,7 @@ sedp_request_reader_close (SedpRequestReader *rd)
 {
   if (rd == NULL)
     return;
+  sedp_request_log_free (rd->log);
   g_object_unref (rd->data);
   g_object_unref (rd->base);
   g_free (rd->path);
