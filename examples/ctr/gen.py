@@ -2,7 +2,7 @@
 """The CTR example's generator (standard library only): writes the model, splits it into a cube
 and a dense model, draws users and items with Zipf-distributed feature ids, scores every item with
 the unsplit model (`sedp model eval`) to draw a recall `escore` correlated with that score, and
-writes the request files. Run through examples/ctr/prepare."""
+writes the request files (JSON Lines, PredictRequest JSON lines, a protobuf request log). Run through examples/ctr/prepare."""
 import argparse
 import bisect
 import json
@@ -46,6 +46,38 @@ def tensor_proto(name, dims, data_type, raw):
     msg += varint(8 << 3 | 2) + varint(len(nb)) + nb
     msg += varint(9 << 3 | 2) + varint(len(raw)) + raw
     return bytes(msg)
+
+
+def ld(field, payload):
+    """A length-delimited field (wire type 2): key, length, bytes."""
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def feature_ids(ids):
+    """A sedp.serving.Feature holding ids (4): an IdList with ids (1) packed."""
+    return ld(4, ld(1, b"".join(varint(i) for i in ids)) if ids else b"")
+
+
+def feature_floats(values):
+    """A sedp.serving.Feature holding floats (5): a FloatList with values (1) packed."""
+    return ld(5, ld(1, struct.pack("<%df" % len(values), *values)) if values else b"")
+
+
+def features(field, feats):
+    """map<string, Feature> field `field`: one entry (key 1, value 2) per feature."""
+    return b"".join(ld(field, ld(1, k.encode()) + ld(2, v)) for k, v in feats.items())
+
+
+def predict_request(request_id, top_k, user_id, user_feats, items):
+    """A serialized sedp.serving.PredictRequest (core/proto/sedp.proto): request_id (1), user (2:
+    id 1, features 2), items (3: id 1, features 2, escore 3 as a float), top_k (5)."""
+    user = varint(1 << 3 | 0) + varint(user_id) + features(2, user_feats)
+    msg = ld(1, request_id.encode()) + ld(2, user)
+    for item_id, escore, feats in items:
+        item = varint(1 << 3 | 0) + varint(item_id) + features(2, feats)
+        item += varint(3 << 3 | 5) + struct.pack("<f", escore)
+        msg += ld(3, item)
+    return msg + varint(5 << 3 | 0) + varint(top_k)
 
 
 def read_varint(buf, pos):
@@ -187,8 +219,11 @@ def main():
     with open(os.path.join(out, "requests.run.jsonl"), "w") as f:
         for r in reqs:
             f.write(json.dumps(r, separators=(",", ":")) + "\n")
-    # requests.jsonl: one PredictRequest per line in its JSON form, as POST …:predict takes it.
-    with open(os.path.join(out, "requests.jsonl"), "w") as f:
+    # requests.jsonl: one PredictRequest per line in its JSON form, as POST …:predict takes it;
+    # requests.pb: the same PredictRequests serialized, each preceded by its length as a varint
+    # (the protobuf request log that `sedp run` replays, see docs/request-files.md).
+    with open(os.path.join(out, "requests.jsonl"), "w") as f, \
+            open(os.path.join(out, "requests.pb"), "wb") as pb:
         for r in reqs:
             user = {"id": r["user"]["user_id"],
                     "features": {k: {"ids": v} for k, v in r["user"].items() if k != "user_id"}}
@@ -199,9 +234,16 @@ def main():
                 items.append({"id": it["item_id"], "escore": it["escore"], "features": feats})
             f.write(json.dumps({"request_id": r["id"], "top_k": 10, "user": user,
                                 "items": items}, separators=(",", ":")) + "\n")
+            msg = predict_request(
+                r["id"], 10, user["id"],
+                {k: feature_ids(v["ids"]) for k, v in user["features"].items()},
+                [(it["id"], it["escore"],
+                  {k: feature_floats(v["floats"]) if "floats" in v else feature_ids(v["ids"])
+                   for k, v in it["features"].items()}) for it in items])
+            pb.write(varint(len(msg)) + msg)
     shutil.rmtree(ev_in)
-    print("wrote %s: %s model, %d requests of %d items (requests.jsonl, requests.run.jsonl, "
-          "expected.tsv)" % (out, preset, n_req, n_items))
+    print("wrote %s: %s model, %d requests of %d items (requests.jsonl, requests.pb, "
+          "requests.run.jsonl, expected.tsv)" % (out, preset, n_req, n_items))
 
 
 if __name__ == "__main__":
