@@ -117,6 +117,50 @@ test_protocol_ragged_ids_then_vector (void)
   SEDP_ASSERT_ERROR (error, SEDP_PROTOCOL_ERROR, "items[2].x: an array of numbers of length 3",
                      "items[1] has an array of integers of length 1");
   sedp_protocol_request_clear (&out);
+
+  /* The same request in protobuf. */
+  guint64 ids3[] = {1, 2, 3}, ids1[] = {1};
+  float floats[] = {0.5f, 1.5f, 2.5f};
+  Sedp__Serving__IdList l3 = SEDP__SERVING__ID_LIST__INIT, l1 = SEDP__SERVING__ID_LIST__INIT;
+  l3.n_ids = 3;
+  l3.ids = ids3;
+  l1.n_ids = 1;
+  l1.ids = ids1;
+  Sedp__Serving__FloatList fl = SEDP__SERVING__FLOAT_LIST__INIT;
+  fl.n_values = 3;
+  fl.values = floats;
+  Sedp__Serving__Feature fx[3];
+  Sedp__Serving__Item__FeaturesEntry e[3], *ep[3];
+  Sedp__Serving__Item it[3], *itp[3];
+  for (guint i = 0; i < 3; i++) {
+    sedp__serving__feature__init (&fx[i]);
+    fx[i].value_case = i < 2 ? SEDP__SERVING__FEATURE__VALUE_IDS : SEDP__SERVING__FEATURE__VALUE_FLOATS;
+    if (i < 2)
+      fx[i].ids = i == 0 ? &l3 : &l1;
+    else
+      fx[i].floats = &fl;
+    sedp__serving__item__features_entry__init (&e[i]);
+    e[i].key = (char *) "x";
+    e[i].value = &fx[i];
+    ep[i] = &e[i];
+    sedp__serving__item__init (&it[i]);
+    it[i].id = i + 1;
+    it[i].n_features = 1;
+    it[i].features = &ep[i];
+    itp[i] = &it[i];
+  }
+  Sedp__Serving__PredictRequest m = SEDP__SERVING__PREDICT_REQUEST__INIT;
+  m.n_items = 3;
+  m.items = itp;
+  gsize len = sedp__serving__predict_request__get_packed_size (&m);
+  g_autofree guint8 *buf = g_malloc (len);
+  sedp__serving__predict_request__pack (&m, buf);
+  g_autoptr (GError) pb_error = NULL;
+  CU_ASSERT_FALSE (sedp_protocol_decode_request (buf, len, NULL, SEDP_PROTOCOL_PROTOBUF, 0, NULL,
+                                                 &out, &pb_error));
+  SEDP_ASSERT_ERROR (pb_error, SEDP_PROTOCOL_ERROR, "items[2].x: an array of numbers of length 3",
+                     "items[1] has an array of integers of length 1");
+  sedp_protocol_request_clear (&out);
 }
 
 /* ---- the test requests, in the three formats --------------------------------------------- */
