@@ -75,18 +75,34 @@ typedef struct {
   PbValue *vals;   /* one per row; SRC_NONE where missing */
 } PbColumn;
 
+/* The ids of every IdList of one request, decoded once; values refer to them by position. */
+typedef struct {
+  guint64 *v;
+  gsize len, cap;
+} IdArena;
+
+static inline void
+id_arena_push (IdArena *a, guint64 id)
+{
+  if (G_UNLIKELY (a->len == a->cap)) {
+    a->cap = MAX (a->cap * 2, 1024);
+    a->v = g_renew (guint64, a->v, a->cap);
+  }
+  a->v[a->len++] = id;
+}
+
 typedef struct {
   const char *what;   /* "items" or "user" */
   guint n_rows;
   GArray *columns;    /* PbColumn */
   GArray *row_order;  /* guint: the columns of the current row, in first-seen order */
   guint guess;        /* the column the next feature most likely names (features come in order) */
-  GArray *ids;        /* guint64: the ids of every IdList, shared by the decode's builders */
+  const IdArena *ids; /* the ids of every IdList, shared by the decode's builders */
   GStringChunk *text; /* names and string values, NUL-terminated */
 } PbBuilder;
 
 static void
-pb_builder_init (PbBuilder *b, const char *what, guint n_rows, GArray *ids, GStringChunk *text)
+pb_builder_init (PbBuilder *b, const char *what, guint n_rows, const IdArena *ids, GStringChunk *text)
 {
   b->what = what;
   b->n_rows = n_rows;
@@ -193,7 +209,7 @@ static SedpFrame *
 pb_builder_frame (PbBuilder *b)
 {
   guint n_rows = b->n_rows;
-  const guint64 *ids = (const guint64 *) (gpointer) b->ids->data;
+  const guint64 *ids = b->ids->v;
   SedpFrame *frame = sedp_frame_new (n_rows);
   for (guint i = 0; i < b->columns->len; i++) {
     PbColumn *f = &g_array_index (b->columns, PbColumn, i);
@@ -381,7 +397,7 @@ malformed (GError **error, const Wire *w, const Wire *whole, const char *format,
 /* Decoding state of one request. */
 typedef struct {
   Wire whole;
-  GArray *ids;
+  IdArena ids;
   GStringChunk *text;
 } WireDecode;
 
@@ -390,7 +406,7 @@ static gboolean
 wire_ids (WireDecode *d, Wire *w, PbValue *v)
 {
   v->src = SRC_IDS;
-  v->v.at = d->ids->len;
+  v->v.at = d->ids.len;
   guint32 field;
   guint type;
   gboolean bad;
@@ -403,17 +419,17 @@ wire_ids (WireDecode *d, Wire *w, PbValue *v)
       while (packed.p < packed.end) {
         if (!wire_varint (&packed, &id))
           return FALSE;
-        g_array_append_val (d->ids, id);
+        id_arena_push (&d->ids, id);
       }
     } else if (field == 1 && type == WT_VARINT) {
       if (!wire_varint (w, &id))
         return FALSE;
-      g_array_append_val (d->ids, id);
+      id_arena_push (&d->ids, id);
     } else if (!wire_skip (w, type)) {
       return FALSE;
     }
   }
-  v->n = d->ids->len - (guint) v->v.at;
+  v->n = (guint) (d->ids.len - v->v.at);
   return !bad;
 }
 
@@ -660,12 +676,11 @@ decode_protobuf (const guint8 *data, gsize size, guint max_items, SedpFrame *req
     out->top_k = items->len;
 
   /* 2. the user, then the items */
-  d.ids = g_array_new (FALSE, FALSE, sizeof (guint64));
   d.text = g_string_chunk_new (256);
   gboolean ok = TRUE;
   PbBuilder b;
   if (request_frame) {
-    pb_builder_init (&b, "user", 1, d.ids, d.text);
+    pb_builder_init (&b, "user", 1, &d.ids, d.text);
     guint64 user_id = 0;
     PbValue id = {.src = SRC_INT};
     if (users->len > 0)
@@ -686,14 +701,14 @@ decode_protobuf (const guint8 *data, gsize size, guint max_items, SedpFrame *req
     pb_builder_clear (&b);
   }
   if (ok) {
-    pb_builder_init (&b, "items", items->len, d.ids, d.text);
+    pb_builder_init (&b, "items", items->len, &d.ids, d.text);
     for (guint i = 0; ok && i < items->len; i++)
       ok = wire_item (&d, &g_array_index (items, Wire, i), &b, i, error);
     if (ok)
       out->items = pb_builder_frame (&b);
     pb_builder_clear (&b);
   }
-  g_array_unref (d.ids);
+  g_free (d.ids.v);
   g_string_chunk_free (d.text);
   return ok;
 }
@@ -1089,6 +1104,10 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   g_autoptr (GArray) scores = g_array_new (FALSE, FALSE, sizeof (float));
   g_autofree gsize *first = g_new0 (gsize, n + 1);
   g_autoptr (GArray) ranked = g_array_new (FALSE, FALSE, sizeof (Ranked));
+  const SedpFrame *frame = NULL;
+  const SedpColumn *idc = NULL;
+  g_autoptr (GPtrArray) cols = g_ptr_array_new ();
+  guint n_out = 0, n_outputs = all_float ? 0 : g_strv_length ((char **) outputs);
   for (guint i = 0; i < n; i++) {
     Sedp__Serving__ItemResult *ir = &items[i];
     sedp__serving__item_result__init (ir);
@@ -1102,15 +1121,21 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
     first[i] = scores->len;
     if (f == NULL)
       continue;
-    const SedpColumn *idc = sedp_frame_get_column (f, "item_id");
+    if (f != frame) { /* items come in runs of one frame: find its columns once per run */
+      frame = f;
+      idc = sedp_frame_get_column (f, "item_id");
+      n_out = all_float ? sedp_frame_get_n_columns (f) : n_outputs;
+      g_ptr_array_set_size (cols, 0);
+      for (guint c = 0; c < n_out; c++)
+        g_ptr_array_add (cols, (gpointer) (all_float ? sedp_frame_get_column_at (f, c)
+                                                     : sedp_frame_get_column (f, outputs[c])));
+    }
     if (idc && sedp_column_get_column_type (idc) == SEDP_COLUMN_INT64)
       ir->id = (guint64) sedp_column_get_int64 (idc)[sedp_column_is_broadcast (idc) ? 0 : row];
     if (st != SEDP_ITEM_SCORED && st != SEDP_ITEM_CACHED)
       continue;
-    guint n_out = all_float ? sedp_frame_get_n_columns (f) : g_strv_length ((char **) outputs);
     for (guint c = 0; c < n_out; c++) {
-      const SedpColumn *col = all_float ? sedp_frame_get_column_at (f, c)
-                                        : sedp_frame_get_column (f, outputs[c]);
+      const SedpColumn *col = g_ptr_array_index (cols, c);
       if (col == NULL || sedp_column_get_column_type (col) != SEDP_COLUMN_FLOAT32)
         continue;
       if (all_float && (sedp_column_is_broadcast (col) ||

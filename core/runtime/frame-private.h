@@ -6,6 +6,7 @@
 struct _SedpColumn {
   gint ref_count;
   char *name;
+  guint32 name_hash; /* column_name_hash (name): lookups compare it before the name */
   SedpColumnType type;
   guint width;
   guint n_rows;

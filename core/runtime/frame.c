@@ -38,12 +38,24 @@ sedp_column_type_to_string (SedpColumnType type)
   return "invalid";
 }
 
+/* FNV-1a of a column name: frames hold dozens of columns (26 pooled embeddings and their ids in
+ * the CTR example) and are searched by name on every hop, so names are compared by hash first. */
+static inline guint32
+column_name_hash (const char *name)
+{
+  guint32 h = 2166136261u;
+  for (const guint8 *p = (const guint8 *) name; *p; p++)
+    h = (h ^ *p) * 16777619u;
+  return h;
+}
+
 static SedpColumn *
 column_alloc (const char *name, SedpColumnType type, guint width, guint n_rows, guint n_values)
 {
   SedpColumn *c = g_new0 (SedpColumn, 1);
   c->ref_count = 1;
   c->name = g_strdup (name);
+  c->name_hash = column_name_hash (name);
   c->type = type;
   c->width = (type == SEDP_COLUMN_IDLIST || type == SEDP_COLUMN_STRING) ? 1 : MAX (width, 1);
   c->n_rows = n_rows;
@@ -310,8 +322,9 @@ sedp_frame_get_column_at (const SedpFrame *frame, guint index)
 static int
 frame_find (const SedpFrame *frame, const char *name)
 {
+  guint32 h = column_name_hash (name);
   for (guint i = 0; i < frame->n_columns; i++)
-    if (strcmp (frame->columns[i]->name, name) == 0)
+    if (frame->columns[i]->name_hash == h && strcmp (frame->columns[i]->name, name) == 0)
       return (int) i;
   return -1;
 }

@@ -84,6 +84,7 @@ typedef struct {
   guint n_out;
   OutputMap *out;
   guint instances;
+  gboolean drop_inputs; /* remove the input columns once scored */
   gboolean select_mod;
   guint n_pin;
   int *pin_cpus;
@@ -425,6 +426,7 @@ mi_create (SedpStageContext *ctx, GError **error)
   mi->instances = (guint) sedp_stage_context_get_int (ctx, "instances");
   mi->select_mod = g_strcmp0 (sedp_stage_context_get_string (ctx, "select"), "mod") == 0;
   mi->max_batch_rows = sedp_stage_context_get_int (ctx, "max_batch_rows");
+  mi->drop_inputs = sedp_stage_context_get_bool (ctx, "drop_inputs");
   mi->row_granule = MAX (sedp_stage_context_get_int (ctx, "row_granule"), 1);
   mi->n_workers = MAX (sedp_stage_context_get_parallelism (ctx), 1);
   if (mi->instances < 1)
@@ -866,6 +868,12 @@ mi_process (gpointer instance, SedpEvent *const *events, guint n_events, guint w
   }
   if (w->rows->len > 0)
     run_rows (mi, w, 0, w->rows->len);
+  if (mi->drop_inputs) /* later stages (a gather, the response) need the scores, not the inputs */
+    for (guint e = 0; e < n_events; e++) {
+      EventState *st = &g_array_index (w->events, EventState, e);
+      for (guint i = 0; st->ok && i < mi->n_in; i++)
+        sedp_frame_remove_column (st->frame, mi->in[i].column);
+    }
   return TRUE;
 }
 
@@ -901,6 +909,9 @@ static const SedpOptionSpec mi_options[] = {
                          "modulo instances"),
   SEDP_OPTION_LIST_SPEC ("pin_cpus", NULL,
                          "CPU ids; worker thread w is pinned to pin_cpus[w % n] on its first call"),
+  SEDP_OPTION_BOOL_SPEC ("drop_inputs", "false",
+                         "Remove the model's input columns from the frame once scored: later "
+                         "stages (a gather, the response) then copy only what they need"),
   SEDP_OPTION_INT_SPEC ("max_batch_rows", "4096", 1, 65536,
                         "Most rows per engine run; the rows of a call's frames are concatenated "
                         "up to this"),

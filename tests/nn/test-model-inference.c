@@ -598,6 +598,37 @@ test_mapping (void)
   collector_clear (&c);
 }
 
+/* drop_inputs = true: the scores are the same and the frames leave without the input columns
+ * (the item's and the user's, broadcast or per item). */
+static void
+test_drop_inputs (void)
+{
+  const guint n = 9;
+  g_autofree ReqSpec *specs = default_specs (n);
+  for (guint i = 0; i < n; i++) {
+    specs[i].item_column = "item_feat";
+    specs[i].user_per_item = i % 2 == 1;
+  }
+  SedpPipeline *p = start (model_path, "inputs = item=item_feat\noutputs = ctr=score\ndrop_inputs = true\n");
+  Collector c;
+  collector_init (&c);
+  run_requests (p, &c, n, specs);
+  CU_ASSERT_EQUAL (check_scores (&c, specs, "score", NULL, NULL), 0);
+  for (guint k = 0; k < c.done->len; k++) {
+    const SedpResult *res = sedp_request_get_result (c.done->pdata[k]);
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+      CU_ASSERT_PTR_NOT_NULL (sedp_frame_get_column (f, "score"));
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "item_feat"));
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "user"));
+    }
+  }
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 /* uint64 and idlist id columns feed the int64 input. */
 static void
 test_id_columns (void)
@@ -1020,6 +1051,7 @@ main (void)
   CU_add_test (s, "instances rr", test_instances_rr);
   CU_add_test (s, "instances mod", test_instances_mod);
   CU_add_test (s, "column mapping", test_mapping);
+  CU_add_test (s, "drop_inputs removes the input columns", test_drop_inputs);
   CU_add_test (s, "uint64 and idlist ids", test_id_columns);
   CU_add_test (s, "missing and wrong-width columns", test_column_errors);
   CU_add_test (s, "wrong column type", test_column_type_error);
