@@ -282,18 +282,45 @@ mix (guint64 key)
 
 /* The index of @key among the batch's distinct keys, added when new. */
 static inline guint32
-intern (Scratch *s, guint64 key, guint shift)
+intern (Scratch *s, guint64 *keys, guint32 *n_keys, guint64 key, guint shift)
 {
   gsize mask = s->set_cap - 1;
   for (gsize i = (gsize) (mix (key) >> shift);; i = (i + 1) & mask) {
     guint32 v = s->set[i];
     if (v == 0) {
-      g_array_append_val (s->keys, key);
-      s->set[i] = s->keys->len;
-      return s->keys->len - 1;
+      keys[*n_keys] = key;
+      s->set[i] = ++*n_keys;
+      return *n_keys - 1;
     }
-    if (g_array_index (s->keys, guint64, v - 1) == key)
+    if (keys[v - 1] == key)
       return v - 1;
+  }
+}
+
+/* @o += @v over @dim floats; the common widths are unrolled and vectorized by the compiler. */
+static inline void
+pool_add (float *restrict o, const float *restrict v, guint dim)
+{
+  switch (dim) {
+  case 8:
+    for (guint d = 0; d < 8; d++)
+      o[d] += v[d];
+    break;
+  case 16:
+    for (guint d = 0; d < 16; d++)
+      o[d] += v[d];
+    break;
+  case 32:
+    for (guint d = 0; d < 32; d++)
+      o[d] += v[d];
+    break;
+  case 64:
+    for (guint d = 0; d < 64; d++)
+      o[d] += v[d];
+    break;
+  default:
+    for (guint d = 0; d < dim; d++)
+      o[d] += v[d];
   }
 }
 
@@ -360,7 +387,7 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
   g_ptr_array_set_size (s->cols, (guint) (n_events * n_slots));
 
   /* 1. Every key of every row: an upper bound of the distinct keys sizes the set. */
-  gsize occurrences = 0;
+  gsize occurrences = 0, n_ranges = 0;
   for (guint e = 0; e < n_events; e++) {
     EventRefs er = {.frame = sedp_event_get_frame (events[e])};
     er.n_rows = sedp_frame_get_n_rows (er.frame);
@@ -376,6 +403,8 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
         occurrences += (gsize) sedp_column_get_n_rows (c) * sedp_column_get_width (c);
       }
     }
+    if (er.ok)
+      n_ranges += (gsize) n_slots * er.n_rows;
     g_array_append_val (s->events, er);
   }
   gsize cap = 64;
@@ -389,10 +418,19 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
   memset (s->set, 0, s->set_cap * sizeof (guint32));
   guint shift = 64 - (guint) g_bit_nth_msf (s->set_cap, -1);
 
-  /* 2. Keys interned; per (event, slot, row) a range of references. */
+  /* 2. Keys interned; per (event, slot, row) a range of references. The arrays are sized for
+   * the worst case first and written in place. */
+  g_array_set_size (s->keys, (guint) occurrences);
+  g_array_set_size (s->refs, (guint) occurrences);
+  g_array_set_size (s->begin, (guint) n_ranges);
+  g_array_set_size (s->end, (guint) n_ranges);
+  guint64 *keys = (guint64 *) (gpointer) s->keys->data;
+  guint32 *refs_out = (guint32 *) (gpointer) s->refs->data;
+  guint32 *begin_out = (guint32 *) (gpointer) s->begin->data, *end_out = (guint32 *) (gpointer) s->end->data;
+  guint32 n_interned = 0, n_refs = 0, n_range = 0;
   for (guint e = 0; e < n_events; e++) {
     EventRefs *er = &g_array_index (s->events, EventRefs, e);
-    er->ranges = s->begin->len;
+    er->ranges = n_range;
     if (!er->ok)
       continue;
     const SedpColumn *const *cols = (const SedpColumn *const *) s->cols->pdata + (gsize) e * n_slots;
@@ -404,20 +442,21 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
         if (!broadcast || r == 0) {
           guint n_ids = 0;
           const guint64 *ids = row_ids (c, broadcast ? 0 : r, &n_ids);
-          b0 = s->refs->len;
+          b0 = n_refs;
           for (guint i = 0; i < n_ids; i++) {
             guint64 key = a->hash ? sedp_signature (a->hash_key, a->slots[k].slot, ids[i])
                                   : ids[i];
-            guint32 u = intern (s, key, shift);
-            g_array_append_val (s->refs, u);
+            refs_out[n_refs++] = intern (s, keys, &n_interned, key, shift);
           }
-          e0 = s->refs->len;
+          e0 = n_refs;
         }
-        g_array_append_val (s->begin, b0);
-        g_array_append_val (s->end, e0);
+        begin_out[n_range] = b0;
+        end_out[n_range++] = e0;
       }
     }
   }
+  g_array_set_size (s->keys, n_interned);
+  g_array_set_size (s->refs, n_refs);
 
   /* 3. One lookup for the batch. */
   guint n_keys = s->keys->len;
@@ -475,11 +514,8 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
         float *o = out + (gsize) r * dim;
         guint32 b = begin[range + r], n = end[range + r] - b;
         /* (the column starts zeroed) */
-        for (guint32 i = 0; i < n; i++) {
-          const float *v = s->values + (gsize) refs[b + i] * dim;
-          for (guint d = 0; d < dim; d++)
-            o[d] += v[d];
-        }
+        for (guint32 i = 0; i < n; i++)
+          pool_add (o, s->values + (gsize) refs[b + i] * dim, dim);
         if (a->slots[k].mean && n > 1) {
           float inv = 1.0f / (float) n;
           for (guint d = 0; d < dim; d++)
