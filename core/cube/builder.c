@@ -133,6 +133,11 @@ sedp_cube_builder_new (const char *dir, const char *name, guint dim, const guint
 {
   g_return_val_if_fail (dir != NULL && *dir != '\0', NULL);
   sedp_cube_sodium_init ();
+  /* "users/" is the folder "users" (its temporary folder goes next to it, not inside). */
+  g_autofree char *trimmed = g_strdup (dir);
+  for (gsize n = strlen (trimmed); n > 1 && trimmed[n - 1] == '/'; n--)
+    trimmed[n - 1] = '\0';
+  dir = trimmed;
   if (dim < 1 || dim > CUBE_MAX_DIM) {
     sedp_cube_fail (error, SEDP_CUBE_ERROR_INVALID, "dim %u is out of range (1 to %d)", dim, CUBE_MAX_DIM);
     return NULL;
