@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""The split's equivalence, end to end (standard library only): writes a synthetic model
+(`sedp model synth`), splits it (`sedp model split`) into cube(s) and a dense model, writes a
+pipeline from the cube_accessor options split printed (data_reader, one cube_accessor stage per
+cube, model_inference on the dense model), runs it on random requests with `sedp run`, and
+compares every model output of every item with `sedp model eval` of the unsplit model on the same
+inputs: max relative error at most 1e-5.
+Usage: split-check.py SEDP WORKDIR ARCH PRESET [OPSET]"""
+import json
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+import zlib
+
+HASH_KEY = "000102030405060708090a0b0c0d0e0f"
+N_REQUESTS, N_ITEMS = 3, 7  # 21 rows, frames of 4: several frames and a partial one
+TOLERANCE = 1e-5
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def tensor_proto(name, dims, data_type, raw):
+    """A TensorProto: dims (1), data_type (2), name (8), raw_data (9)."""
+    msg = bytearray()
+    for d in dims:
+        msg += varint(1 << 3 | 0) + varint(d)
+    msg += varint(2 << 3 | 0) + varint(data_type)
+    nb = name.encode()
+    msg += varint(8 << 3 | 2) + varint(len(nb)) + nb
+    msg += varint(9 << 3 | 2) + varint(len(raw)) + raw
+    return bytes(msg)
+
+
+def read_varint(buf, pos):
+    n = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, pos
+
+
+def read_float_tensor(path):
+    """The float values of a TensorProto file (raw_data or float_data)."""
+    buf = open(path, "rb").read()
+    pos, values = 0, []
+    while pos < len(buf):
+        key, pos = read_varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = read_varint(buf, pos)
+        elif wire == 5:
+            if field == 4:
+                values.append(struct.unpack_from("<f", buf, pos)[0])
+            pos += 4
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            n, pos = read_varint(buf, pos)
+            if field == 9:
+                values = list(struct.unpack_from("<%df" % (n // 4), buf, pos))
+            elif field == 4:
+                values += list(struct.unpack_from("<%df" % (n // 4), buf, pos))
+            pos += n
+        else:
+            raise ValueError("%s: bad wire type %d" % (path, wire))
+    return values
+
+
+def run(argv, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit("split-check: %s failed (exit %d):\n%s%s" %
+                 (" ".join(argv), p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def model_io(sedp, path):
+    """[(name, dtype, dims)] of the inputs and [name] of the outputs, from `sedp model info`."""
+    info = run([sedp, "model", "info", path])
+    inputs, outputs, section = [], [], None
+    for line in info.splitlines():
+        m = re.match(r"(inputs|outputs):\s+\d+", line)
+        if m:
+            section = m.group(1)
+            continue
+        m = re.match(r"  (\S+)\s+(\S+)\s+\[(.*)\]$", line)
+        if m and section == "inputs":
+            dims = [int(d) if d.isdigit() else -1 for d in m.group(3).split(", ")]
+            inputs.append((m.group(1), m.group(2), dims))
+        elif m and section == "outputs":
+            outputs.append(m.group(1))
+        elif not line.startswith("  "):
+            section = None
+    return inputs, outputs
+
+
+def main():
+    sedp, work, arch, preset = sys.argv[1:5]
+    opset = sys.argv[5] if len(sys.argv) > 5 else None
+    tag = "%s-%s%s" % (arch, preset, "-opset" + opset if opset else "")
+    os.makedirs(work, exist_ok=True)
+    model = os.path.join(work, tag + ".onnx")
+    dense = os.path.join(work, tag + "-dense.onnx")
+    cube = os.path.join(work, tag + "-cube")
+    synth = [sedp, "model", "synth", "--arch", arch, "--preset", preset, "--seed", "11", "-o", model]
+    if opset:
+        synth += ["--opset", opset]
+    run(synth)
+    out = run([sedp, "model", "split", model, "--dense", dense, "--cube", cube,
+               "--hash-key", HASH_KEY])
+    m = re.search(r"(\d+) rows", out)
+    options = []
+    for line in out.splitlines():
+        if line.startswith("cube_accessor options: "):
+            opts = dict(kv.split(" = ", 1) for kv in line[len("cube_accessor options: "):].split("; "))
+            options.append(opts)
+    if not options:
+        sys.exit("split-check: %s: no cube_accessor options in the split's output:\n%s" % (tag, out))
+
+    inputs, outputs = model_io(sedp, model)
+    n_tables = sum(len(o["slots"].split(", ")) for o in options)
+    rows = int(m.group(1)) // n_tables  # the synthetic tables all have the same rows
+
+    # Random requests: slot_0 on the user (broadcast into every item frame), the rest per item.
+    rng = random.Random(zlib.crc32(tag.encode()))
+    reqs, rows_all = [], []
+    for q in range(N_REQUESTS):
+        user = {"user_id": 1 + q}
+        items = []
+        for i in range(N_ITEMS):
+            items.append({"item_id": 1000 * q + i})
+        for name, dtype, dims in inputs:
+            width = dims[1] if len(dims) > 1 else 1
+            if dtype == "float":
+                for it in items:
+                    it[name] = [round(rng.uniform(-1.5, 1.5), 5) for _ in range(width)]
+            elif name == "slot_0":
+                user[name] = [rng.randrange(rows) for _ in range(width)]
+            else:
+                for it in items:
+                    it[name] = [rng.randrange(rows) for _ in range(width)]
+        reqs.append({"id": "r%d" % q, "user": user, "items": items})
+        rows_all += [(user, it) for it in items]
+    requests = os.path.join(work, tag + ".jsonl")
+    with open(requests, "w") as f:
+        for r in reqs:
+            f.write(json.dumps(r) + "\n")
+
+    # The pipeline: split's options, one cube_accessor stage per cube.
+    lines = ["[pipeline]", "name = split_check", "deadline_ms = 600000", "frame_rows = 4",
+             "outputs = " + ", ".join(outputs), "",
+             "[stage reader]", "plugin = data_reader", ""]
+    prev = "reader"
+    for k, o in enumerate(options):
+        lines += ["[stage lookup%d]" % k, "plugin = cube_accessor", "after = " + prev,
+                  "backend = local"]
+        lines += ["%s = %s" % kv for kv in o.items()]
+        lines.append("")
+        prev = "lookup%d" % k
+    lines += ["[stage model]", "plugin = model_inference", "after = " + prev,
+              "model = " + os.path.abspath(dense), ""]
+    pipeline = os.path.join(work, tag + ".pipeline")
+    open(pipeline, "w").write("\n".join(lines))
+    result = os.path.join(work, tag + ".out.jsonl")
+    run([sedp, "run", "-q", pipeline, "--requests", requests, "-o", result])
+
+    # The unsplit model on the same rows, one batch.
+    batch = len(rows_all)
+    args = []
+    for k, (name, dtype, dims) in enumerate(inputs):
+        width = dims[1] if len(dims) > 1 else 1
+        vals = [v for user, it in rows_all for v in (user if name in user else it)[name]]
+        if dtype == "float":
+            t = tensor_proto(name, [batch, width], 1, struct.pack("<%df" % len(vals), *vals))
+        else:
+            t = tensor_proto(name, [batch] + dims[1:], 7, struct.pack("<%dq" % len(vals), *vals))
+        path = os.path.join(work, "%s-input_%d.pb" % (tag, k))
+        open(path, "wb").write(t)
+        args += ["-i", path]
+    ev = os.path.join(work, tag + "-eval")
+    run([sedp, "model", "eval", model] + args + ["-o", ev])
+    want = {name: read_float_tensor(os.path.join(ev, "output_%d.pb" % k))
+            for k, name in enumerate(outputs)}
+
+    errors, worst, n = [], 0.0, 0
+    results = [json.loads(line) for line in open(result)]
+    if len(results) != N_REQUESTS:
+        errors.append("%d results for %d requests" % (len(results), N_REQUESTS))
+    row = 0
+    for q, res in enumerate(results):
+        if res.get("status") != "ok" or len(res.get("items", [])) != N_ITEMS:
+            errors.append("request %s: status %s, %d items" %
+                          (res.get("id"), res.get("status"), len(res.get("items", []))))
+            row += N_ITEMS
+            continue
+        for i, it in enumerate(res["items"]):
+            for name in outputs:
+                got, w = it.get(name), want[name][row]
+                if not isinstance(got, (int, float)):
+                    errors.append("%s item %d: no %s (%r)" % (res["id"], i, name, got))
+                    continue
+                rel = abs(got - w) / max(abs(w), 1e-30)
+                worst = max(worst, rel)
+                n += 1
+                if not rel <= TOLERANCE:
+                    errors.append("%s item %d: %s = %.9g, the unsplit model gives %.9g" %
+                                  (res["id"], i, name, got, w))
+            row += 1
+    for e in errors[:10]:
+        print("split-check: %s: %s" % (tag, e), file=sys.stderr)
+    print("split-check: %s: %d cube(s), %d values compared, max relative error %.3g%s" %
+          (tag, len(options), n, worst, ", %d errors" % len(errors) if errors else ""))
+    sys.exit(1 if errors or n == 0 else 0)
+
+
+if __name__ == "__main__":
+    main()
