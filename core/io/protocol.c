@@ -521,9 +521,11 @@ wire_feature (WireDecode *d, Wire *w, PbValue *v)
 /* One entry of a `map<string, Feature> features` (key 1, value 2) into row @row of @b. An entry
  * without a value sets nothing. */
 static gboolean
-wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, const char *path,
-                    GError **error)
+wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, GError **error)
 {
+  /* "items[ROW]" or "user", formatted only for a message */
+  char path[32];
+#define PATH() (g_strcmp0 (b->what, "user") == 0 ? "user" : (g_snprintf (path, sizeof path, "items[%u]", row), path))
   const guint8 *key = (const guint8 *) "";
   gsize key_len = 0;
   PbValue v = {SRC_NONE};
@@ -534,21 +536,22 @@ wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, const char 
     Wire inner;
     if (field == 1 && type == WT_LEN) {
       if (!wire_len (w, &inner))
-        return malformed (error, w, &d->whole, "%s.features: a truncated key", path);
+        return malformed (error, w, &d->whole, "%s.features: a truncated key", PATH ());
       key = inner.p;
       key_len = (gsize) (inner.end - inner.p);
     } else if (field == 2 && type == WT_LEN) {
       if (!wire_len (w, &inner) || !wire_feature (d, &inner, &v))
-        return malformed (error, w, &d->whole, "%s.features[\"%.*s\"]: a malformed Feature", path,
+        return malformed (error, w, &d->whole, "%s.features[\"%.*s\"]: a malformed Feature", PATH (),
                           (int) MIN (key_len, 64), (const char *) key);
     } else if (!wire_skip (w, type)) {
-      return malformed (error, w, &d->whole, "%s.features: a malformed entry", path);
+      return malformed (error, w, &d->whole, "%s.features: a malformed entry", PATH ());
     }
   }
   if (bad)
-    return malformed (error, w, &d->whole, "%s.features: a malformed entry", path);
+    return malformed (error, w, &d->whole, "%s.features: a malformed entry", PATH ());
   if (memchr (key, '\0', key_len) || !g_utf8_validate_len ((const char *) key, key_len, NULL))
-    return invalid (error, "%s.features: a feature name is not valid UTF-8 text", path);
+    return invalid (error, "%s.features: a feature name is not valid UTF-8 text", PATH ());
+#undef PATH
   if (v.src != SRC_NONE)
     pb_set (b, row, (const char *) key, key_len, &v);
   return TRUE;
@@ -558,8 +561,6 @@ wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, const char 
 static gboolean
 wire_item (WireDecode *d, Wire *w, PbBuilder *b, guint row, GError **error)
 {
-  char path[32];
-  g_snprintf (path, sizeof path, "items[%u]", row);
   guint64 id = 0;
   gboolean has_escore = FALSE;
   guint32 field, escore = 0;
@@ -569,26 +570,27 @@ wire_item (WireDecode *d, Wire *w, PbBuilder *b, guint row, GError **error)
     Wire inner;
     if (field == 1 && type == WT_VARINT) {
       if (!wire_varint (w, &id))
-        return malformed (error, w, &d->whole, "%s.id: a truncated varint", path);
+        return malformed (error, w, &d->whole, "items[%u].id: a truncated varint", row);
     } else if (field == 2 && type == WT_LEN) {
       if (!wire_len (w, &inner))
-        return malformed (error, w, &d->whole, "%s.features: truncated", path);
-      if (!wire_feature_entry (d, &inner, b, row, path, error))
+        return malformed (error, w, &d->whole, "items[%u].features: truncated", row);
+      if (!wire_feature_entry (d, &inner, b, row, error))
         return FALSE;
     } else if (field == 3 && type == WT_I32) {
       if (!wire_fixed32 (w, &escore))
-        return malformed (error, w, &d->whole, "%s.escore: truncated", path);
+        return malformed (error, w, &d->whole, "items[%u].escore: truncated", row);
       has_escore = TRUE;
     } else if (!wire_skip (w, type)) {
-      return malformed (error, w, &d->whole, "%s: a malformed field %u", path, field);
+      return malformed (error, w, &d->whole, "items[%u]: a malformed field %u", row, field);
     }
   }
   if (bad)
-    return malformed (error, w, &d->whole, "%s: a malformed field tag", path);
-  char id_path[48];
-  g_snprintf (id_path, sizeof id_path, "%s.id", path);
-  if (!check_id (id, id_path, "item_id", error))
-    return FALSE;
+    return malformed (error, w, &d->whole, "items[%u]: a malformed field tag", row);
+  if (id > (guint64) G_MAXINT64) {
+    char id_path[48];
+    g_snprintf (id_path, sizeof id_path, "items[%u].id", row);
+    return check_id (id, id_path, "item_id", error);
+  }
   if (has_escore) {
     PbValue v = {.src = SRC_FLOAT, .v.d = float_from_bits (escore)};
     pb_set (b, row, "escore", 6, &v);
@@ -614,7 +616,7 @@ wire_user (WireDecode *d, Wire *w, PbBuilder *b, guint64 *id, GError **error)
     } else if (field == 2 && type == WT_LEN) {
       if (!wire_len (w, &inner))
         return malformed (error, w, &d->whole, "user.features: truncated");
-      if (!wire_feature_entry (d, &inner, b, 0, "user", error))
+      if (!wire_feature_entry (d, &inner, b, 0, error))
         return FALSE;
     } else if (!wire_skip (w, type)) {
       return malformed (error, w, &d->whole, "user: a malformed field %u", field);
