@@ -432,6 +432,114 @@ test_belady_long_trace (void)
   g_free (t);
 }
 
+/* W-TinyLFU's sketch is blocked: a key's 4 counters lie in one 64-byte block (8 words, 8-aligned),
+ * counter r in word 2r or 2r+1 of it; its estimates never undercount, are exact while few keys
+ * share the sketch, saturate at 15 and halve after the sample period. */
+static void
+test_sketch_blocks (void)
+{
+  SedpCachePolicy *p = sedp_cache_policy_new (SEDP_CACHE_TINYLFU, 1000);
+  guint bad = 0;
+  guint64 blocks_seen[64] = {0};
+  for (guint64 key = 0; key < 4096; key++) {
+    guint64 word[4];
+    guint shift[4];
+    sedp_cache_policy_sketch_cells (p, key * 0x9E3779B97F4A7C15ull, word, shift);
+    for (guint r = 0; r < 4; r++) {
+      bad += word[r] / 8 != word[0] / 8;   /* one block */
+      bad += word[r] % 8 / 2 != r;         /* row r's two words */
+      bad += shift[r] % 4 != 0 || shift[r] > 60;
+    }
+    blocks_seen[word[0] / 8 % 64] = 1;
+  }
+  guint spread = 0;
+  for (guint i = 0; i < 64; i++)
+    spread += blocks_seen[i] != 0;
+  CU_ASSERT_EQUAL (bad, 0);
+  CU_ASSERT_EQUAL (spread, 64); /* keys are spread over the blocks */
+
+  /* 20 keys counted 1..20 times: exact (capped at 15) in a sketch of 8 000 × 4 counters. */
+  for (guint k = 0; k < 20; k++)
+    for (guint i = 0; i <= k; i++)
+      sedp_cache_policy_access (p, 1000 + k, NULL, NULL, NULL);
+  guint exact = 0;
+  for (guint k = 0; k < 20; k++) {
+    guint f = sedp_cache_policy_frequency (p, 1000 + k);
+    CU_ASSERT (f >= MIN (k + 1, 15));
+    exact += f == MIN (k + 1, 15);
+  }
+  CU_ASSERT (exact >= 19);
+  CU_ASSERT_EQUAL (sedp_cache_policy_frequency (p, 1000 + 19), 15);
+  /* The sample period is 40 × capacity counted accesses: then every counter halves. */
+  for (guint i = 0; i < 40 * 1000; i++)
+    sedp_cache_policy_access (p, 1000000 + i, NULL, NULL, NULL);
+  guint f = sedp_cache_policy_frequency (p, 1000 + 19);
+  CU_ASSERT (f >= 7 && f <= 8);
+  sedp_cache_policy_free (p);
+}
+
+/* sedp_cache_policy_hit_many() records what one sedp_cache_policy_hit() per key records: the same
+ * slots, and policies that go on to behave the same. */
+static void
+test_hit_many (void)
+{
+  GRand *rng = g_rand_new_with_seed (11);
+  guint64 *warm = zipf_trace (20000, 3000, 0.9, 12);
+  for (guint k = 0; k < G_N_ELEMENTS (all_kinds); k++) {
+    SedpCachePolicy *a = sedp_cache_policy_new (all_kinds[k], 500);
+    SedpCachePolicy *b = sedp_cache_policy_new (all_kinds[k], 500);
+    for (gsize i = 0; i < 20000; i++) {
+      sedp_cache_policy_access (a, warm[i], NULL, NULL, NULL);
+      sedp_cache_policy_access (b, warm[i], NULL, NULL, NULL);
+    }
+    guint bad = 0;
+    for (guint round = 0; round < 50; round++) {
+      guint n = (guint) g_rand_int_range (rng, 1, 400);
+      guint64 *keys = g_new (guint64, n);
+      guint *order = g_new (guint, n);
+      guint32 *sa = g_new (guint32, n), *sb = g_new (guint32, n);
+      for (guint i = 0; i < n; i++) {
+        keys[i] = warm[g_rand_int_range (rng, 0, 20000)] + (g_rand_int_range (rng, 0, 4) == 0);
+        order[i] = i;
+      }
+      for (guint i = n; i > 1; i--) {
+        guint j = (guint) g_rand_int_range (rng, 0, (gint32) i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+      }
+      gboolean ordered = round % 2 == 0;
+      guint hits = sedp_cache_policy_hit_many (a, keys, ordered ? order : NULL, n, sa, NULL, 0);
+      guint want = 0;
+      for (guint i = 0; i < n; i++) {
+        sb[i] = sedp_cache_policy_hit (b, keys[ordered ? order[i] : i]);
+        want += sb[i] != SEDP_CACHE_NO_SLOT;
+        bad += sa[i] != sb[i];
+      }
+      bad += hits != want;
+      g_free (keys);
+      g_free (order);
+      g_free (sa);
+      g_free (sb);
+    }
+    /* The same state: the same hits and evictions from here on. */
+    guint64 *more = zipf_trace (20000, 3000, 0.9, 13);
+    for (gsize i = 0; i < 20000; i++) {
+      guint64 ea = 0, eb = 0;
+      gboolean ha = FALSE, hb = FALSE;
+      bad += sedp_cache_policy_access (a, more[i], NULL, &ea, &ha) != sedp_cache_policy_access (b, more[i], NULL, &eb, &hb);
+      bad += ha != hb || ea != eb;
+    }
+    g_free (more);
+    if (bad)
+      fprintf (stderr, "\n  policy %u: %u differences\n", all_kinds[k], bad);
+    CU_ASSERT_EQUAL (bad, 0);
+    sedp_cache_policy_free (a);
+    sedp_cache_policy_free (b);
+  }
+  g_free (warm);
+  g_rand_free (rng);
+}
+
 int
 main (void)
 {
@@ -450,5 +558,7 @@ main (void)
   T (test_belady_upper_bound);
   T (test_belady_brute_force);
   T (test_belady_long_trace);
+  T (test_sketch_blocks);
+  T (test_hit_many);
   return sedp_test_run ();
 }

@@ -59,6 +59,25 @@ sedp_index_clear (SedpIndex *ix)
   ix->len = 0;
 }
 
+/* sedp_index_get() for a key whose sedp_mix64() is @hash (computed once for a prefetch). */
+static inline guint32
+sedp_index_get_hashed (const SedpIndex *ix, guint64 key, guint64 hash)
+{
+  for (guint64 i = hash & ix->mask;; i = (i + 1) & ix->mask) {
+    const SedpIndexSlot *s = &ix->slots[i];
+    if (s->value == SEDP_INDEX_NONE)
+      return SEDP_INDEX_NONE;
+    if (s->key == key)
+      return s->value;
+  }
+}
+
+static inline const SedpIndexSlot *
+sedp_index_home (const SedpIndex *ix, guint64 hash)
+{
+  return &ix->slots[hash & ix->mask];
+}
+
 static inline guint32
 sedp_index_get (const SedpIndex *ix, guint64 key)
 {

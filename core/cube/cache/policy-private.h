@@ -58,6 +58,26 @@ SEDP_API guint32 sedp_cache_policy_hit (SedpCachePolicy *policy, guint64 key);
  * batch of keys can be prefetched first and looked up after. */
 SEDP_API void sedp_cache_policy_prefetch (const SedpCachePolicy *policy, guint64 key);
 
+/**
+ * sedp_cache_policy_hit_many:
+ * sedp_cache_policy_hit() for @n keys, in order: the key of position i is keys[order[i]] (keys[i]
+ * when @order is NULL), its slot goes to slots[i]. The same accesses are recorded as with one
+ * call per key, but the keys are hashed once and what each access touches (index entry, sketch
+ * block, node, list neighbours) is prefetched a pass ahead, so the cache misses overlap; when
+ * @values is given, the values of the slots found (@value_bytes each, slot after slot) are
+ * prefetched too. Returns: how many keys were resident.
+ */
+SEDP_API guint sedp_cache_policy_hit_many (SedpCachePolicy *policy, const guint64 *keys,
+                                           const guint *order, guint n, guint32 *slots,
+                                           const void *values, gsize value_bytes);
+
+/* W-TinyLFU: the sketch's estimate of @key's frequency (0 for the other policies); and where
+ * its 4 counters are: word[r] (an index into the sketch's table of 64-bit words) and shift[r]
+ * (the counter's lowest bit in that word). For the tests. */
+SEDP_API guint sedp_cache_policy_frequency (const SedpCachePolicy *policy, guint64 key);
+SEDP_API void sedp_cache_policy_sketch_cells (const SedpCachePolicy *policy, guint64 key,
+                                              guint64 word[4], guint shift[4]);
+
 /* The slot of a resident key (no access is recorded), or SEDP_CACHE_NO_SLOT. */
 SEDP_API guint32 sedp_cache_policy_get_slot (const SedpCachePolicy *policy, guint64 key);
 

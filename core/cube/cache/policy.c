@@ -28,12 +28,27 @@ typedef struct {
   guint32 prev, next;
 } Bucket;
 
-/* Count-min sketch of 4 rows of 4-bit counters (16 per word), with conservative update, periodic
- * halving, and an optional doorkeeper (a Bloom filter of the keys seen once this period). */
+/* A node's links and policy word, together: a hit touches one 16-byte node (and its two
+ * neighbours), four to a cache line. */
 typedef struct {
-  guint64 *rows;        /* 4 × words */
-  guint64 words;        /* per row */
-  guint64 mask;         /* counters per row - 1 */
+  guint32 prev, next;
+  guint32 aux;          /* LFU: the node's bucket; W-TinyLFU: its segment */
+  guint32 pad;
+} Node;
+
+#define PREV(p, n) ((p)->nodes[n].prev)
+#define NEXT(p, n) ((p)->nodes[n].next)
+#define AUX(p, n) ((p)->nodes[n].aux)
+
+/* Count-min sketch of 4-bit counters (16 per word) with 4 counters per key, conservative update,
+ * periodic halving, and an optional doorkeeper (a Bloom filter of the keys seen once this
+ * period). Blocked, as Caffeine's FrequencySketch: a key's 4 counters lie in one 64-byte block
+ * of 8 words, counter r in word 2r or 2r+1 of the block, so that an access costs one cache miss,
+ * not four. */
+typedef struct {
+  guint64 *table;       /* blocks × 8 words, 64-byte aligned */
+  guint64 words;        /* in all */
+  guint64 block_mask;   /* blocks - 1 */
   guint64 *door;        /* bits, or NULL */
   guint64 door_mask;
   guint64 additions;
@@ -47,8 +62,7 @@ struct _SedpCachePolicy {
   guint32 cap;
   guint32 size;
   guint64 *keys;
-  guint32 *prev, *next;
-  guint32 *aux;         /* LFU: the node's bucket; W-TinyLFU: its segment */
+  Node *nodes;
   guint32 free_head;
   SedpIndex index;
 
@@ -96,10 +110,10 @@ sedp_cache_policy_params_init (SedpCachePolicyParams *params, SedpCachePolicyKin
 static inline void
 list_push_front (SedpCachePolicy *p, List *l, guint32 n)
 {
-  p->prev[n] = NIL;
-  p->next[n] = l->head;
+  PREV (p, n) = NIL;
+  NEXT (p, n) = l->head;
   if (l->head != NIL)
-    p->prev[l->head] = n;
+    PREV (p, l->head) = n;
   else
     l->tail = n;
   l->head = n;
@@ -109,13 +123,13 @@ list_push_front (SedpCachePolicy *p, List *l, guint32 n)
 static inline void
 list_remove (SedpCachePolicy *p, List *l, guint32 n)
 {
-  guint32 a = p->prev[n], b = p->next[n];
+  guint32 a = PREV (p, n), b = NEXT (p, n);
   if (a != NIL)
-    p->next[a] = b;
+    NEXT (p, a) = b;
   else
     l->head = b;
   if (b != NIL)
-    p->prev[b] = a;
+    PREV (p, b) = a;
   else
     l->tail = a;
   l->len--;
@@ -143,7 +157,7 @@ static inline guint32
 node_alloc (SedpCachePolicy *p, guint64 key)
 {
   guint32 n = p->free_head;
-  p->free_head = p->next[n];
+  p->free_head = NEXT (p, n);
   p->keys[n] = key;
   sedp_index_put (&p->index, key, n);
   p->size++;
@@ -154,7 +168,7 @@ static inline void
 node_free (SedpCachePolicy *p, guint32 n)
 {
   sedp_index_remove (&p->index, p->keys[n]);
-  p->next[n] = p->free_head;
+  NEXT (p, n) = p->free_head;
   p->free_head = n;
   p->size--;
 }
@@ -164,10 +178,11 @@ node_free (SedpCachePolicy *p, guint32 n)
 static void
 sketch_init (Sketch *s, guint64 capacity, const SedpCachePolicyParams *params)
 {
-  guint64 counters = sedp_pow2_at_least (MAX ((guint64) ((double) capacity * params->sketch_factor), 64));
+  /* As many counters as 4 rows of sketch_factor × capacity (a power of two) would have. */
+  guint64 counters = 4 * sedp_pow2_at_least (MAX ((guint64) ((double) capacity * params->sketch_factor), 64));
   s->words = counters / 16;
-  s->mask = counters - 1;
-  s->rows = g_new0 (guint64, 4 * s->words);
+  s->block_mask = s->words / 8 - 1;
+  s->table = g_aligned_alloc0 (s->words, sizeof (guint64), 64);
   s->sample = MAX ((guint64) ((double) capacity * params->sample_factor), 16);
   s->additions = 0;
   if (params->doorkeeper) {
@@ -180,20 +195,36 @@ sketch_init (Sketch *s, guint64 capacity, const SedpCachePolicyParams *params)
 static void
 sketch_clear (Sketch *s)
 {
-  g_clear_pointer (&s->rows, g_free);
+  g_clear_pointer (&s->table, g_aligned_free);
   g_clear_pointer (&s->door, g_free);
 }
 
+/* A key's hash for the sketch: the low bits pick the block, the high 32 bits the counters. */
 static inline guint64
 sketch_hash (guint64 key)
 {
   return sedp_mix64 (key ^ 0x9E3779B97F4A7C15ull);
 }
 
-static inline guint
-counter_get (const Sketch *s, guint r, guint64 i)
+static inline guint64 *
+sketch_block (const Sketch *s, guint64 h)
 {
-  return (guint) (s->rows[r * s->words + (i >> 4)] >> ((i & 15) * 4)) & 15;
+  return s->table + (h & s->block_mask) * 8;
+}
+
+/* Counter @r of the key hashed @h: its word in the block and the shift in that word (one byte of
+ * the high half of the hash each: its low bit picks one of the row's two words, the next four
+ * the counter). */
+static inline guint
+sketch_word (guint64 h, guint r)
+{
+  return 2 * r + (guint) ((h >> (32 + 8 * r)) & 1);
+}
+
+static inline guint
+sketch_shift (guint64 h, guint r)
+{
+  return (guint) ((h >> (33 + 8 * r)) & 15) * 4;
 }
 
 /* The doorkeeper's two bits of a key (from the high half of its hash). */
@@ -215,10 +246,10 @@ door_set (Sketch *s, guint64 h)
 static inline guint
 sketch_estimate_hash (const Sketch *s, guint64 h)
 {
-  guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
+  const guint64 *b = sketch_block (s, h);
   guint m = 15;
   for (guint r = 0; r < 4; r++)
-    m = MIN (m, counter_get (s, r, (lo + r * (guint64) hi) & s->mask));
+    m = MIN (m, (guint) (b[sketch_word (h, r)] >> sketch_shift (h, r)) & 15);
   if (s->door && door_test (s, h))
     m++;
   return m;
@@ -233,26 +264,23 @@ sketch_estimate (const Sketch *s, guint64 key)
 static void
 sketch_reset (Sketch *s)
 {
-  for (guint64 i = 0; i < 4 * s->words; i++)
-    s->rows[i] = (s->rows[i] >> 1) & 0x7777777777777777ull;
+  for (guint64 i = 0; i < s->words; i++)
+    s->table[i] = (s->table[i] >> 1) & 0x7777777777777777ull;
   if (s->door)
     memset (s->door, 0, (s->door_mask + 1) / 8);
   s->additions /= 2;
 }
 
 static inline void
-sketch_increment (Sketch *s, guint64 key)
+sketch_increment_hash (Sketch *s, guint64 h)
 {
-  guint64 h = sketch_hash (key);
   if (s->door && !door_test (s, h)) {
     door_set (s, h);
   } else {
-    guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
-    guint64 idx[4];
+    guint64 *b = sketch_block (s, h);
     guint v[4], m = 15;
     for (guint r = 0; r < 4; r++) {
-      idx[r] = (lo + r * (guint64) hi) & s->mask;
-      v[r] = counter_get (s, r, idx[r]);
+      v[r] = (guint) (b[sketch_word (h, r)] >> sketch_shift (h, r)) & 15;
       m = MIN (m, v[r]);
     }
     if (m == 15)
@@ -260,11 +288,17 @@ sketch_increment (Sketch *s, guint64 key)
     /* Conservative update: raise only the counters at the minimum. */
     for (guint r = 0; r < 4; r++)
       if (v[r] == m)
-        s->rows[r * s->words + (idx[r] >> 4)] += 1ull << ((idx[r] & 15) * 4);
+        b[sketch_word (h, r)] += 1ull << sketch_shift (h, r);
   }
 counted:
-  if (++s->additions >= s->sample)
+  if (G_UNLIKELY (++s->additions >= s->sample))
     sketch_reset (s);
+}
+
+static inline void
+sketch_increment (Sketch *s, guint64 key)
+{
+  sketch_increment_hash (s, sketch_hash (key));
 }
 
 /* ---- LFU with aging ---- */
@@ -318,12 +352,12 @@ lfu_age (SedpCachePolicy *p)
     if (keep != NIL && p->buckets[keep].freq == freq) {
       /* Move b's nodes in front of keep's (b had the higher count). */
       Bucket *kb = &p->buckets[keep];
-      for (guint32 n = bk->list.head; n != NIL; n = p->next[n])
-        p->aux[n] = keep;
+      for (guint32 n = bk->list.head; n != NIL; n = NEXT (p, n))
+        AUX (p, n) = keep;
       if (bk->list.len) {
-        p->next[bk->list.tail] = kb->list.head;
+        NEXT (p, bk->list.tail) = kb->list.head;
         if (kb->list.head != NIL)
-          p->prev[kb->list.head] = bk->list.tail;
+          PREV (p, kb->list.head) = bk->list.tail;
         else
           kb->list.tail = bk->list.tail;
         kb->list.head = bk->list.head;
@@ -352,13 +386,13 @@ static void
 lfu_hit (SedpCachePolicy *p, guint32 n)
 {
   lfu_tick (p);
-  guint32 b = p->aux[n];
+  guint32 b = AUX (p, n);
   guint32 nb = p->buckets[b].next;
   if (nb == NIL || p->buckets[nb].freq != p->buckets[b].freq + 1)
     nb = bucket_new (p, p->buckets[b].freq + 1, b);
   list_remove (p, &p->buckets[b].list, n);
   list_push_front (p, &p->buckets[nb].list, n);
-  p->aux[n] = nb;
+  AUX (p, n) = nb;
   if (p->buckets[b].list.len == 0)
     bucket_delete (p, b);
 }
@@ -390,7 +424,7 @@ lfu_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, 
   if (b == NIL || p->buckets[b].freq != 1)
     b = bucket_new (p, 1, NIL);
   list_push_front (p, &p->buckets[b].list, n);
-  p->aux[n] = b;
+  AUX (p, n) = b;
   *admitted = TRUE;
   *slot = n;
   return FALSE;
@@ -399,7 +433,7 @@ lfu_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, 
 static void
 lfu_remove (SedpCachePolicy *p, guint32 n)
 {
-  guint32 b = p->aux[n];
+  guint32 b = AUX (p, n);
   list_remove (p, &p->buckets[b].list, n);
   if (p->buckets[b].list.len == 0)
     bucket_delete (p, b);
@@ -442,7 +476,7 @@ lru_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, 
 static inline List *
 segment (SedpCachePolicy *p, guint32 n)
 {
-  return p->aux[n] == SEG_WINDOW ? &p->lru : p->aux[n] == SEG_PROBATION ? &p->probation : &p->protected_;
+  return AUX (p, n) == SEG_WINDOW ? &p->lru : AUX (p, n) == SEG_PROBATION ? &p->probation : &p->protected_;
 }
 
 /* Evicts node @v from the segment it is in. */
@@ -466,19 +500,19 @@ tiny_main_victim (SedpCachePolicy *p)
 static void
 tiny_hit (SedpCachePolicy *p, guint32 n)
 {
-  switch (p->aux[n]) {
+  switch (AUX (p, n)) {
   case SEG_WINDOW:
     list_to_front (p, &p->lru, n);
     break;
   case SEG_PROBATION:
     list_remove (p, &p->probation, n);
     list_push_front (p, &p->protected_, n);
-    p->aux[n] = SEG_PROTECTED;
+    AUX (p, n) = SEG_PROTECTED;
     if (p->protected_.len > p->protected_cap) {
       guint32 d = p->protected_.tail;
       list_remove (p, &p->protected_, d);
       list_push_front (p, &p->probation, d);
-      p->aux[d] = SEG_PROBATION;
+      AUX (p, d) = SEG_PROBATION;
     }
     break;
   default:
@@ -511,7 +545,7 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
         tiny_evict (p, v, evicted, has_evicted);
         list_remove (p, &p->lru, c);
         list_push_front (p, &p->probation, c);
-        p->aux[c] = SEG_PROBATION;
+        AUX (p, c) = SEG_PROBATION;
       } else {
         tiny_evict (p, c, evicted, has_evicted);
       }
@@ -519,13 +553,13 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
   }
   n = node_alloc (p, key);
   list_push_front (p, &p->lru, n);
-  p->aux[n] = SEG_WINDOW;
+  AUX (p, n) = SEG_WINDOW;
   if (p->lru.len > p->window_cap) {
     /* Filling up: the window overflows into the main space, which has room. */
     guint32 c = p->lru.tail;
     list_remove (p, &p->lru, c);
     list_push_front (p, &p->probation, c);
-    p->aux[c] = SEG_PROBATION;
+    AUX (p, c) = SEG_PROBATION;
   }
   *admitted = TRUE;
   *slot = n;
@@ -550,11 +584,9 @@ sedp_cache_policy_new_full (SedpCachePolicyKind kind, guint64 capacity,
   p->cap = (guint32) capacity;
   guint32 alloc = MAX (p->cap, 1);
   p->keys = g_new (guint64, alloc);
-  p->prev = g_new (guint32, alloc);
-  p->next = g_new (guint32, alloc);
-  p->aux = g_new0 (guint32, alloc);
+  p->nodes = g_aligned_alloc0 (alloc, sizeof (Node), 64);
   for (guint32 i = 0; i < alloc; i++)
-    p->next[i] = i + 1 < p->cap ? i + 1 : NIL;
+    NEXT (p, i) = i + 1 < p->cap ? i + 1 : NIL;
   p->free_head = p->cap ? 0 : NIL;
   sedp_index_init (&p->index, capacity);
   list_init (&p->lru);
@@ -595,9 +627,7 @@ sedp_cache_policy_free (SedpCachePolicy *p)
   if (p == NULL)
     return;
   g_free (p->keys);
-  g_free (p->prev);
-  g_free (p->next);
-  g_free (p->aux);
+  g_aligned_free (p->nodes);
   g_free (p->buckets);
   sketch_clear (&p->sketch);
   sedp_index_clear (&p->index);
@@ -664,13 +694,98 @@ sedp_cache_policy_hit (SedpCachePolicy *p, guint64 key)
 void
 sedp_cache_policy_prefetch (const SedpCachePolicy *p, guint64 key)
 {
-  __builtin_prefetch (&p->index.slots[sedp_mix64 (key) & p->index.mask]);
-  if (p->kind == SEDP_CACHE_TINYLFU && p->sketch.rows) {
-    const Sketch *s = &p->sketch;
-    guint64 h = sketch_hash (key);
-    guint32 lo = (guint32) h, hi = (guint32) (h >> 32) | 1;
-    for (guint r = 0; r < 4; r++)
-      __builtin_prefetch (&s->rows[r * s->words + (((lo + r * (guint64) hi) & s->mask) >> 4)]);
+  __builtin_prefetch (sedp_index_home (&p->index, sedp_mix64 (key)));
+  if (p->kind == SEDP_CACHE_TINYLFU && p->sketch.table)
+    __builtin_prefetch (sketch_block (&p->sketch, sketch_hash (key)));
+}
+
+/* Keys are handled in chunks of this many, pass after pass, so that each pass's cache misses
+ * overlap and what it prefetched for the next is still in the L1/L2 cache when used. */
+#define HIT_CHUNK 128
+
+guint
+sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint *order, guint n,
+                            guint32 *slots, const void *values, gsize value_bytes)
+{
+  guint64 ih[HIT_CHUNK], sh[HIT_CHUNK];
+  const gboolean tiny = p->kind == SEDP_CACHE_TINYLFU;
+  const char *vbase = values;
+  guint hits = 0;
+#define KEY(i) keys[order ? order[c + (i)] : c + (i)]
+  for (guint c = 0; c < n; c += HIT_CHUNK) {
+    guint m = MIN (HIT_CHUNK, n - c);
+    guint32 *sl = slots + c;
+    /* 1. Hash; prefetch the index entries and sketch blocks. */
+    for (guint i = 0; i < m; i++) {
+      guint64 key = KEY (i);
+      ih[i] = sedp_mix64 (key);
+      __builtin_prefetch (sedp_index_home (&p->index, ih[i]));
+      if (tiny) {
+        sh[i] = sketch_hash (key);
+        __builtin_prefetch (sketch_block (&p->sketch, sh[i]));
+      }
+    }
+    /* 2. Look the keys up; prefetch the nodes and the values. */
+    for (guint i = 0; i < m; i++) {
+      guint32 s = sedp_index_get_hashed (&p->index, KEY (i), ih[i]);
+      sl[i] = s;
+      if (s == NIL)
+        continue;
+      __builtin_prefetch (&p->nodes[s]);
+      if (vbase) {
+        const char *v = vbase + (gsize) s * value_bytes;
+        for (gsize off = 0; off < value_bytes; off += 64)
+          __builtin_prefetch (v + off);
+        __builtin_prefetch (v + value_bytes - 1);
+      }
+    }
+    /* 3. Prefetch the list neighbours a hit will relink. */
+    if (p->kind != SEDP_CACHE_LFU) {
+      for (guint i = 0; i < m; i++) {
+        if (sl[i] == NIL)
+          continue;
+        const Node *nd = &p->nodes[sl[i]];
+        if (nd->prev != NIL)
+          __builtin_prefetch (&p->nodes[nd->prev], 1);
+        if (nd->next != NIL)
+          __builtin_prefetch (&p->nodes[nd->next], 1);
+      }
+    }
+    /* 4. Record the hits, in order. */
+    for (guint i = 0; i < m; i++) {
+      guint32 s = sl[i];
+      if (s == NIL)
+        continue;
+      hits++;
+      if (tiny) {
+        sketch_increment_hash (&p->sketch, sh[i]);
+        tiny_hit (p, s);
+      } else if (p->kind == SEDP_CACHE_LRU) {
+        lru_hit (p, s);
+      } else {
+        lfu_hit (p, s);
+      }
+    }
+  }
+#undef KEY
+  return hits;
+}
+
+guint
+sedp_cache_policy_frequency (const SedpCachePolicy *p, guint64 key)
+{
+  return p->kind == SEDP_CACHE_TINYLFU ? sketch_estimate (&p->sketch, key) : 0;
+}
+
+void
+sedp_cache_policy_sketch_cells (const SedpCachePolicy *p, guint64 key, guint64 word[4], guint shift[4])
+{
+  guint64 h = sketch_hash (key);
+  for (guint r = 0; r < 4; r++) {
+    word[r] = p->kind == SEDP_CACHE_TINYLFU
+                  ? (guint64) (sketch_block (&p->sketch, h) - p->sketch.table) + sketch_word (h, r)
+                  : 0;
+    shift[r] = sketch_shift (h, r);
   }
 }
 
