@@ -29,7 +29,7 @@ static const char magic[8] = {'S', 'E', 'D', 'P', 'C', 'C', 'H', '1'};
 typedef struct {
   GMutex mem_lock;
   SedpCachePolicy *mem;
-  float *mem_values;          /* capacity × dim */
+  float *mem_values;          /* capacity × dim, 64-byte aligned */
   GMutex disk_lock;
   SedpCachePolicy *disk;      /* NULL: no disk tier */
   guint32 *disk_gen;          /* per slot: bumped whenever the slot is given to a key */
@@ -161,20 +161,57 @@ typedef struct {
 
 enum { FROM_NONE = 0, FROM_DISK, FROM_REMOTE };
 
-/* Positions sorted by shard (counting sort), so that each shard is locked once per call. */
-static void
-order_by_shard (const CachedSource *s, const guint64 *keys, const guint *pos, guint n, guint *out,
-                guint *start)
+/* Positions sorted by shard (counting sort), so that each shard is locked once per call; @out
+ * has room for @n positions. With one shard the order is the identity: @out is left alone and
+ * NULL returned; otherwise @out. */
+static guint *
+order_by_shard (const CachedSource *s, const guint64 *keys, guint n, guint *out, guint *start)
 {
+  if (s->n_shards == 1) {
+    start[0] = 0;
+    start[1] = n;
+    return NULL;
+  }
   memset (start, 0, sizeof (guint) * (s->n_shards + 1));
-  for (guint i = 0; i < n; i++)
-    start[shard_of (s, keys[pos ? pos[i] : i]) + 1]++;
+  /* Each key's shard, computed once (kept in @out until the positions replace them). */
+  for (guint i = 0; i < n; i++) {
+    out[i] = shard_of (s, keys[i]);
+    start[out[i] + 1]++;
+  }
   for (guint k = 0; k < s->n_shards; k++)
     start[k + 1] += start[k];
   guint fill[s->n_shards];
   memcpy (fill, start, sizeof fill);
+  g_autofree guint8 *shard = n > 4096 ? g_new (guint8, n) : NULL;
+  guint8 small[shard ? 1 : MAX (n, 1)];
+  guint8 *sd = shard ? shard : small;
   for (guint i = 0; i < n; i++)
-    out[fill[shard_of (s, keys[pos ? pos[i] : i])]++] = i;
+    sd[i] = (guint8) out[i];
+  for (guint i = 0; i < n; i++)
+    out[fill[sd[i]]++] = i;
+  return out;
+}
+
+/* The position a sorted index stands for. */
+#define AT(order, i) ((order) ? (order)[i] : (i))
+
+/* Copies one value: a constant size for the usual ones, so that it is a few vector moves. */
+static inline void
+copy_value (float *dst, const float *src, gsize bytes)
+{
+  switch (bytes) {
+  case 32:
+    memcpy (dst, src, 32);
+    break;
+  case 64:
+    memcpy (dst, src, 64);
+    break;
+  case 128:
+    memcpy (dst, src, 128);
+    break;
+  default:
+    memcpy (dst, src, bytes);
+  }
 }
 
 static gint64
@@ -189,7 +226,8 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
   if (!found)
     found = found_own;
   memset (found, 0, n);
-  g_autofree guint *order = g_new (guint, n);
+  g_autofree guint *order_buf = g_new (guint, n);
+  guint *order;
   guint start[s->n_shards + 1];
   gint64 answered = 0;
 
@@ -197,33 +235,32 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
   g_autofree guint *miss = g_new (guint, n);
   g_autofree guint32 *slots = g_new (guint32, n);
   guint n_miss = 0;
-  order_by_shard (s, keys, NULL, n, order, start);
+  order = order_by_shard (s, keys, n, order_buf, start);
   for (guint k = 0; k < s->n_shards; k++) {
     if (start[k] == start[k + 1])
       continue;
     Shard *sh = &s->shards[k];
-    /* Prefetch the index entries (and sketch counters) of the shard's keys, look them up,
-     * prefetch the values found, then copy them: the cache misses overlap. */
+    const guint len = start[k + 1] - start[k];
+    const guint *ord = order ? order + start[k] : NULL;
+    guint32 *sl = slots + start[k];
+    const float *values = sh->mem_values;
+    const gsize vb = s->value_bytes;
+    /* The policy hashes the shard's keys once, prefetches what each hit touches (index entry,
+     * sketch block, node, list neighbours, value) a pass ahead, and records the hits; then the
+     * values are copied out. */
     g_mutex_lock (&sh->mem_lock);
-    for (guint i = start[k]; i < start[k + 1]; i++)
-      sedp_cache_policy_prefetch (sh->mem, keys[order[i]]);
-    for (guint i = start[k]; i < start[k + 1]; i++) {
-      guint32 slot = sedp_cache_policy_hit (sh->mem, keys[order[i]]);
-      slots[i] = slot;
-      if (slot != SEDP_CACHE_NO_SLOT)
-        __builtin_prefetch (sh->mem_values + (gsize) slot * dim);
-    }
-    for (guint i = start[k]; i < start[k + 1]; i++) {
-      guint p = order[i];
-      if (slots[i] == SEDP_CACHE_NO_SLOT) {
+    guint hits = sedp_cache_policy_hit_many (sh->mem, keys, ord, len, sl, values, vb);
+    for (guint i = 0; i < len; i++) {
+      guint p = AT (ord, i);
+      if (sl[i] == SEDP_CACHE_NO_SLOT) {
         miss[n_miss++] = p;
         continue;
       }
-      memcpy (out + (gsize) p * dim, sh->mem_values + (gsize) slots[i] * dim, s->value_bytes);
+      copy_value (out + (gsize) p * dim, values + (gsize) sl[i] * dim, vb);
       found[p] = 1;
-      answered++;
     }
     g_mutex_unlock (&sh->mem_lock);
+    answered += hits;
   }
   COUNT (s, mem_hits, (guint64) answered);
   COUNT (s, mem_misses, n_miss);
@@ -264,7 +301,7 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
   if (s->fd >= 0) {
     g_autofree guint32 *dslot = g_new (guint32, m.n);
     g_autofree guint32 *dgen = g_new (guint32, m.n);
-    order_by_shard (s, m.keys, NULL, m.n, order, start);
+    order = order_by_shard (s, m.keys, m.n, order_buf, start);
     for (guint k = 0; k < s->n_shards; k++) {
       if (start[k] == start[k + 1])
         continue;
@@ -272,7 +309,7 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
       guint asked = 0;
       g_mutex_lock (&sh->disk_lock);
       for (guint i = start[k]; i < start[k + 1]; i++) {
-        guint u = order[i];
+        guint u = AT (order, i);
         dslot[u] = sedp_cache_policy_hit (sh->disk, m.keys[u]);
         if (dslot[u] != SEDP_CACHE_NO_SLOT) {
           dgen[u] = sh->disk_gen[dslot[u]];
@@ -283,13 +320,13 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
       if (asked == 0)
         continue;
       for (guint i = start[k]; i < start[k + 1]; i++) {
-        guint u = order[i];
+        guint u = AT (order, i);
         if (dslot[u] != SEDP_CACHE_NO_SLOT && disk_read (s, sh, dslot[u], m.values + (gsize) u * dim))
           m.from[u] = FROM_DISK;
       }
       g_mutex_lock (&sh->disk_lock);
       for (guint i = start[k]; i < start[k + 1]; i++) {
-        guint u = order[i];
+        guint u = AT (order, i);
         if (dslot[u] == SEDP_CACHE_NO_SLOT)
           continue;
         gboolean same = sh->disk_gen[dslot[u]] == dgen[u] &&
@@ -349,13 +386,13 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
   g_autofree guint64 *down_keys = g_new (guint64, m.n);
   g_autofree float *down_values = g_new (float, (gsize) m.n * dim);
   guint n_down = 0;
-  order_by_shard (s, m.keys, NULL, m.n, order, start);
+  order = order_by_shard (s, m.keys, m.n, order_buf, start);
   for (guint k = 0; k < s->n_shards; k++) {
     guint down_start = n_down;
     gboolean locked = FALSE;
     Shard *sh = &s->shards[k];
     for (guint i = start[k]; i < start[k + 1]; i++) {
-      guint u = order[i];
+      guint u = AT (order, i);
       if (m.from[u] == FROM_NONE)
         continue;
       const float *v = m.values + (gsize) u * dim;
@@ -457,7 +494,7 @@ cached_free (SedpCubeSource *source)
     Shard *sh = &s->shards[k];
     sedp_cache_policy_free (sh->mem);
     sedp_cache_policy_free (sh->disk);
-    g_free (sh->mem_values);
+    g_aligned_free (sh->mem_values);
     g_free (sh->disk_gen);
     g_mutex_clear (&sh->mem_lock);
     g_mutex_clear (&sh->disk_lock);
@@ -548,7 +585,8 @@ sedp_cube_source_new_cached_sharded (SedpCubeSource *remote, const SedpCubeCache
     g_mutex_init (&sh->disk_lock);
     guint64 mem = share (s->memory_entries, shards, k);
     sh->mem = sedp_cache_policy_new (kind, mem);
-    sh->mem_values = g_new (float, MAX (mem, 1) * remote->dim);
+    /* Aligned, so that a value of 64 bytes (dim 16) is one cache line. */
+    sh->mem_values = g_aligned_alloc (MAX (mem, 1) * remote->dim, sizeof (float), 64);
     if (s->disk_entries > 0) {
       guint64 disk = share (s->disk_entries, shards, k);
       sh->disk = sedp_cache_policy_new (kind, disk);
