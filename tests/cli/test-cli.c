@@ -1,26 +1,10 @@
 /* sedp tests — the sedp host binary: check, inspect and run, spawned as a child process with
  * SEDP_PLUGIN_PATH set to build/plugins. Asserts exit statuses, stdout and stderr. */
-#include "test-common.h"
+#include "test-spawn.h"
 
-#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <sedp/version.h>
 #include <string.h>
-#include <sys/wait.h>
-
-typedef struct {
-  int status;  /* the exit status, or -1 when the child did not exit normally */
-  char *out;
-  char *err;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
 
 static char *
 srcfile (const char *first, ...)
@@ -36,62 +20,12 @@ srcfile (const char *first, ...)
   return g_build_filenamev ((char **) parts->pdata);
 }
 
-/* Runs sedp with the NULL-terminated arguments and @plugin_path as SEDP_PLUGIN_PATH. */
-static void
-spawn_sedp_with_path (Run *r, const char *plugin_path, const char *first, va_list ap)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (gpointer) a);
-  g_ptr_array_add (argv, NULL);
-  g_auto (GStrv) env = g_get_environ ();
-  env = g_environ_setenv (env, "SEDP_PLUGIN_PATH", plugin_path, TRUE);
-  env = g_environ_setenv (env, "LC_ALL", "C", TRUE);
-  env = g_environ_unsetenv (env, "LANGUAGE");
-  int wait_status = 0;
-  g_autoptr (GError) error = NULL;
-  memset (r, 0, sizeof *r);
-  gboolean ok = g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL,
-                              &r->out, &r->err, &wait_status, &error);
-  if (!ok)
-    fprintf (stderr, "\n  cannot run %s: %s\n", SEDP_BINARY, error->message);
-  CU_ASSERT_FATAL (ok);
-  r->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
-}
-
-static void
-spawn_sedp (Run *r, const char *first, ...)
-{
-  va_list ap;
-  va_start (ap, first);
-  spawn_sedp_with_path (r, SEDP_TEST_PLUGIN_DIR, first, ap);
-  va_end (ap);
-}
-
-static void
-spawn_sedp_on (Run *r, const char *plugin_path, const char *first, ...)
-{
-  va_list ap;
-  va_start (ap, first);
-  spawn_sedp_with_path (r, plugin_path, first, ap);
-  va_end (ap);
-}
-
-#define ASSERT_EXIT(r, code)                                                                     \
-  do {                                                                                           \
-    if ((r).status != (code))                                                                    \
-      fprintf (stderr, "\n  exit status %d, expected %d; stderr:\n%s\n", (r).status, (code),     \
-               (r).err);                                                                         \
-    CU_ASSERT_EQUAL ((r).status, (code));                                                        \
-  } while (0)
-
-#define ASSERT_CONTAINS(text, needle)                                                            \
-  do {                                                                                           \
-    if (strstr ((text), (needle)) == NULL)                                                       \
-      fprintf (stderr, "\n  output lacks '%s':\n%s\n", (needle), (text));                        \
-    CU_ASSERT_PTR_NOT_NULL (strstr ((text), (needle)));                                          \
-  } while (0)
+/* Runs sedp with the NULL-terminated arguments, SEDP_PLUGIN_PATH set to build/plugins or to
+ * @plugin_path (spawn_sedp_on). */
+static const SedpTestSpawn with_plugins = {.plugin_path = SEDP_TEST_PLUGIN_DIR};
+#define spawn_sedp(r, ...) sedp_test_spawn ((r), &with_plugins, __VA_ARGS__)
+#define spawn_sedp_on(r, path, ...)                                                              \
+  sedp_test_spawn ((r), &(const SedpTestSpawn){.plugin_path = (path)}, __VA_ARGS__)
 
 static guint
 count_lines (const char *text)
@@ -111,9 +45,9 @@ test_version (void)
                                                SEDP_ABI_MAJOR, SEDP_ABI_MINOR);
   const char *const flags[] = {"--version", "-V"};
   for (guint i = 0; i < G_N_ELEMENTS (flags); i++) {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, flags[i], NULL);
-    ASSERT_EXIT (r, 0);
+    SEDP_ASSERT_EXIT (r, 0);
     CU_ASSERT_STRING_EQUAL (r.out, expected);
     CU_ASSERT_STRING_EQUAL (r.err, "");
   }
@@ -124,14 +58,14 @@ test_help (void)
 {
   const char *const flags[] = {"--help", "-h", "help"};
   for (guint i = 0; i < G_N_ELEMENTS (flags); i++) {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, flags[i], NULL);
-    ASSERT_EXIT (r, 0);
-    ASSERT_CONTAINS (r.out, "Usage: sedp");
-    ASSERT_CONTAINS (r.out, "  check ");
-    ASSERT_CONTAINS (r.out, "  inspect ");
-    ASSERT_CONTAINS (r.out, "  run ");
-    ASSERT_CONTAINS (r.out, "SEDP_PLUGIN_PATH");
+    SEDP_ASSERT_EXIT (r, 0);
+    SEDP_ASSERT_CONTAINS (r.out, "Usage: sedp");
+    SEDP_ASSERT_CONTAINS (r.out, "  check ");
+    SEDP_ASSERT_CONTAINS (r.out, "  inspect ");
+    SEDP_ASSERT_CONTAINS (r.out, "  run ");
+    SEDP_ASSERT_CONTAINS (r.out, "SEDP_PLUGIN_PATH");
     CU_ASSERT_STRING_EQUAL (r.err, "");
   }
 }
@@ -149,13 +83,13 @@ test_command_help (void)
     {"run", "--out"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, cases[i].cmd, "--help", NULL);
-    ASSERT_EXIT (r, 0);
+    SEDP_ASSERT_EXIT (r, 0);
     g_autofree char *usage = g_strdup_printf ("sedp %s", cases[i].cmd);
-    ASSERT_CONTAINS (r.out, "Usage:");
-    ASSERT_CONTAINS (r.out, usage);
-    ASSERT_CONTAINS (r.out, cases[i].needle);
+    SEDP_ASSERT_CONTAINS (r.out, "Usage:");
+    SEDP_ASSERT_CONTAINS (r.out, usage);
+    SEDP_ASSERT_CONTAINS (r.out, cases[i].needle);
   }
 }
 
@@ -163,25 +97,25 @@ static void
 test_unknown_command (void)
 {
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "frobnicate", NULL);
     CU_ASSERT_NOT_EQUAL (r.status, 0);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, "unknown command 'frobnicate'");
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, "unknown command 'frobnicate'");
     CU_ASSERT_STRING_EQUAL (r.out, "");
   }
   {
-    g_auto (Run) r;
-    spawn_sedp (&r, NULL);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, "Usage: sedp");
+    g_auto (SedpTestRun) r;
+    sedp_test_spawn_args (&r, &with_plugins, (const char *const[]){NULL}); /* no arguments */
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, "Usage: sedp");
   }
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "check", "--no-such-option", NULL);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, "sedp check: ");
-    ASSERT_CONTAINS (r.err, "--no-such-option");
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, "sedp check: ");
+    SEDP_ASSERT_CONTAINS (r.err, "--no-such-option");
   }
 }
 
@@ -191,9 +125,9 @@ static void
 test_check_example (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "check", example, NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_STRING_EQUAL (r.err, "");
   g_autofree char *head = g_strdup_printf ("pipeline example (%s): mode=staged deadline_ms=200 "
                                            "frame_rows=16 stages=4\n", example);
@@ -203,28 +137,28 @@ test_check_example (void)
   g_auto (GStrv) lines = g_strsplit (r.out, "\n", -1);
   CU_ASSERT_FATAL (g_strv_length (lines) >= 5);
   CU_ASSERT_TRUE (g_str_has_prefix (lines[1], "  reader "));
-  ASSERT_CONTAINS (lines[1], "plugin=passthrough scope=request");
-  ASSERT_CONTAINS (lines[1], "[source]");
+  SEDP_ASSERT_CONTAINS (lines[1], "plugin=passthrough scope=request");
+  SEDP_ASSERT_CONTAINS (lines[1], "[source]");
   CU_ASSERT_TRUE (g_str_has_prefix (lines[4], "  score "));
-  ASSERT_CONTAINS (lines[4], "plugin=synthetic_work scope=item");
-  ASSERT_CONTAINS (lines[4], "after=user,items [join] [sink]");
-  ASSERT_CONTAINS (r.out, "  items            plugin=synthetic_work scope=item parallelism=2 batch=8 "
-                          "batch_timeout_us=100");
+  SEDP_ASSERT_CONTAINS (lines[4], "plugin=synthetic_work scope=item");
+  SEDP_ASSERT_CONTAINS (lines[4], "after=user,items [join] [sink]");
+  SEDP_ASSERT_CONTAINS (r.out, "  items            plugin=synthetic_work scope=item parallelism=2 "
+                               "batch=8 batch_timeout_us=100");
 }
 
 static void
 test_check_dot (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "check", "--dot", example, NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_TRUE (g_str_has_prefix (r.out, "digraph \"example\" {\n"));
   CU_ASSERT_TRUE (g_str_has_suffix (r.out, "}\n"));
-  ASSERT_CONTAINS (r.out, "\"reader\" -> \"user\";");
-  ASSERT_CONTAINS (r.out, "\"reader\" -> \"items\";");
-  ASSERT_CONTAINS (r.out, "\"user\" -> \"score\";");
-  ASSERT_CONTAINS (r.out, "\"items\" -> \"score\";");
+  SEDP_ASSERT_CONTAINS (r.out, "\"reader\" -> \"user\";");
+  SEDP_ASSERT_CONTAINS (r.out, "\"reader\" -> \"items\";");
+  SEDP_ASSERT_CONTAINS (r.out, "\"user\" -> \"score\";");
+  SEDP_ASSERT_CONTAINS (r.out, "\"items\" -> \"score\";");
   CU_ASSERT_PTR_NULL (strstr (r.out, "[source]"));
   CU_ASSERT_STRING_EQUAL (r.err, "");
 }
@@ -234,9 +168,9 @@ static void
 check_fails (const char *fixture, const char *needle)
 {
   g_autofree char *path = srcfile ("fixtures", "dsl", fixture, NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "check", path, NULL);
-  ASSERT_EXIT (r, 1);
+  SEDP_ASSERT_EXIT (r, 1);
   CU_ASSERT_STRING_EQUAL (r.out, "");
   if (count_lines (r.err) != 1)
     fprintf (stderr, "\n  expected one line on stderr, got:\n%s", r.err);
@@ -246,7 +180,7 @@ check_fails (const char *fixture, const char *needle)
   if (!g_str_has_prefix (r.err, prefix))
     fprintf (stderr, "\n  stderr '%s' does not start with '%s'\n", r.err, prefix);
   CU_ASSERT_TRUE (g_str_has_prefix (r.err, prefix));
-  ASSERT_CONTAINS (r.err, needle);
+  SEDP_ASSERT_CONTAINS (r.err, needle);
 }
 
 static void
@@ -264,10 +198,10 @@ test_check_bad_pipelines (void)
 static void
 test_check_usage (void)
 {
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "check", NULL);
-  ASSERT_EXIT (r, 2);
-  ASSERT_CONTAINS (r.err, "sedp check: expected one PIPELINE");
+  SEDP_ASSERT_EXIT (r, 2);
+  SEDP_ASSERT_CONTAINS (r.err, "sedp check: expected one PIPELINE");
 }
 
 /* ---- inspect --------------------------------------------------------------------------- */
@@ -275,9 +209,9 @@ test_check_usage (void)
 static void
 test_inspect_list (void)
 {
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "inspect", NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_STRING_EQUAL (r.err, "");
   g_auto (GStrv) lines = g_strsplit (r.out, "\n", -1);
   const char *const names[] = {"cube_accessor",     "data_reader",     "fault_injector",
@@ -294,7 +228,7 @@ test_inspect_list (void)
   }
   CU_ASSERT_STRING_EQUAL (lines[n], "");
   g_autofree char *summary = g_strdup_printf ("%u plugins on %s", n, SEDP_TEST_PLUGIN_DIR);
-  ASSERT_CONTAINS (lines[n + 1], summary);
+  SEDP_ASSERT_CONTAINS (lines[n + 1], summary);
 }
 
 static void
@@ -303,12 +237,12 @@ test_inspect_warns_about_broken_modules (void)
   g_autofree char *notaplugin = g_build_filename (SEDP_TEST_FIXTURE_PLUGIN_DIR, "notaplugin", NULL);
   g_autofree char *path = g_strjoin (G_SEARCHPATH_SEPARATOR_S, SEDP_TEST_PLUGIN_DIR, notaplugin, NULL);
   g_autofree char *module = g_build_filename (notaplugin, "notaplugin.so", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp_on (&r, path, "inspect", NULL);
-  ASSERT_EXIT (r, 0);
-  ASSERT_CONTAINS (r.out, "9 plugins on ");
+  SEDP_ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_CONTAINS (r.out, "9 plugins on ");
   g_autofree char *warning = g_strdup_printf ("warning: %s: not a plugin", module);
-  ASSERT_CONTAINS (r.err, warning);
+  SEDP_ASSERT_CONTAINS (r.err, warning);
   CU_ASSERT_EQUAL (count_lines (r.err), 1);
 }
 
@@ -328,16 +262,16 @@ option_line (const char *out, const char *name)
 static void
 test_inspect_plugin (void)
 {
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "inspect", "synthetic_work", NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_STRING_EQUAL (r.err, "");
   CU_ASSERT_TRUE (g_str_has_prefix (r.out, "Plugin: synthetic_work\n"));
-  ASSERT_CONTAINS (r.out, "Scope:       item (default)");
+  SEDP_ASSERT_CONTAINS (r.out, "Scope:       item (default)");
   g_autofree char *abi = g_strdup_printf ("ABI:         %d.%d", SEDP_ABI_MAJOR, SEDP_ABI_MINOR);
-  ASSERT_CONTAINS (r.out, abi);
+  SEDP_ASSERT_CONTAINS (r.out, abi);
   g_autofree char *file = g_build_filename (SEDP_TEST_PLUGIN_DIR, "synthetic_work.so", NULL);
-  ASSERT_CONTAINS (r.out, file);
+  SEDP_ASSERT_CONTAINS (r.out, file);
   struct {
     const char *name, *type, *rest;
   } options[] = {
@@ -352,38 +286,38 @@ test_inspect_plugin (void)
     g_autofree char *line = option_line (r.out, options[i].name);
     g_autofree char *type = g_strdup_printf (" %s ", options[i].type);
     g_autofree char *typed = g_strdup_printf ("%s ", line); /* a type may end the line */
-    ASSERT_CONTAINS (typed, type);
+    SEDP_ASSERT_CONTAINS (typed, type);
     if (options[i].rest)
-      ASSERT_CONTAINS (line, options[i].rest);
+      SEDP_ASSERT_CONTAINS (line, options[i].rest);
     else
       CU_ASSERT_PTR_NULL (strstr (line, "default:"));
   }
-  ASSERT_CONTAINS (r.out, "Mean CPU work per row, in microseconds"); /* the help text */
-  ASSERT_CONTAINS (r.out, "Runtime keys of every stage: plugin, after, scope");
+  SEDP_ASSERT_CONTAINS (r.out, "Mean CPU work per row, in microseconds"); /* the help text */
+  SEDP_ASSERT_CONTAINS (r.out, "Runtime keys of every stage: plugin, after, scope");
 }
 
 static void
 test_inspect_module_path (void)
 {
   g_autofree char *module = g_build_filename (SEDP_TEST_PLUGIN_DIR, "fault_injector.so", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "inspect", module, NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_TRUE (g_str_has_prefix (r.out, "Plugin: fault_injector\n"));
   g_autofree char *line = option_line (r.out, "fail_create");
-  ASSERT_CONTAINS (line, " bool ");
-  ASSERT_CONTAINS (line, "default: false");
+  SEDP_ASSERT_CONTAINS (line, " bool ");
+  SEDP_ASSERT_CONTAINS (line, "default: false");
 }
 
 static void
 test_inspect_unknown (void)
 {
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "inspect", "nosuch", NULL);
-  ASSERT_EXIT (r, 1);
+  SEDP_ASSERT_EXIT (r, 1);
   CU_ASSERT_STRING_EQUAL (r.out, "");
-  ASSERT_CONTAINS (r.err, "sedp inspect: plugin 'nosuch' not found");
-  ASSERT_CONTAINS (r.err, SEDP_TEST_PLUGIN_DIR);
+  SEDP_ASSERT_CONTAINS (r.err, "sedp inspect: plugin 'nosuch' not found");
+  SEDP_ASSERT_CONTAINS (r.err, SEDP_TEST_PLUGIN_DIR);
   CU_ASSERT_EQUAL (count_lines (r.err), 1);
 }
 
@@ -457,12 +391,12 @@ test_run_sample (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   g_autofree char *sample = srcfile ("..", "examples", "requests", "sample.jsonl", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "run", example, "--requests", sample, NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   check_results (sample, r.out, 20);
-  ASSERT_CONTAINS (r.err, "sedp run: 20 requests in ");
-  ASSERT_CONTAINS (r.err, "20 ok, 0 partial, 0 failed, 0 timeout");
+  SEDP_ASSERT_CONTAINS (r.err, "sedp run: 20 requests in ");
+  SEDP_ASSERT_CONTAINS (r.err, "20 ok, 0 partial, 0 failed, 0 timeout");
 }
 
 static void
@@ -470,22 +404,19 @@ test_run_out_file_quiet (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   g_autofree char *requests = srcfile ("fixtures", "requests", "valid-small.jsonl", NULL);
-  g_autoptr (GError) error = NULL;
-  g_autofree char *tmp = g_dir_make_tmp ("sedp-cli-XXXXXX", &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (tmp);
+  g_autofree char *tmp = sedp_test_make_tmp_dir ("sedp-cli-XXXXXX");
   g_autofree char *out = g_build_filename (tmp, "results.jsonl", NULL);
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "run", "-q", "--max-inflight", "1", example, "-r", requests, "-o", out, NULL);
-    ASSERT_EXIT (r, 0);
+    SEDP_ASSERT_EXIT (r, 0);
     CU_ASSERT_STRING_EQUAL (r.out, "");
     CU_ASSERT_STRING_EQUAL (r.err, "");
     g_autofree char *text = NULL;
     CU_ASSERT_FATAL (g_file_get_contents (out, &text, NULL, NULL));
     check_results (requests, text, 2);
   }
-  g_unlink (out);
-  g_rmdir (tmp);
+  sedp_test_remove_tree (tmp);
 }
 
 /* --metrics writes Prometheus text: one HELP/TYPE per family, a sample per stage. */
@@ -494,13 +425,11 @@ test_run_metrics (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   g_autofree char *requests = srcfile ("fixtures", "requests", "valid-small.jsonl", NULL);
-  g_autoptr (GError) error = NULL;
-  g_autofree char *tmp = g_dir_make_tmp ("sedp-cli-XXXXXX", &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (tmp);
+  g_autofree char *tmp = sedp_test_make_tmp_dir ("sedp-cli-XXXXXX");
   g_autofree char *metrics = g_build_filename (tmp, "metrics.txt", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "run", "-q", example, "-r", requests, "--metrics", metrics, NULL);
-  ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_EXIT (r, 0);
   g_autofree char *text = NULL;
   CU_ASSERT_FATAL (g_file_get_contents (metrics, &text, NULL, NULL));
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
@@ -513,8 +442,7 @@ test_run_metrics (void)
   CU_ASSERT_EQUAL (samples, 4); /* reader, user, items, score */
   CU_ASSERT_PTR_NOT_NULL (strstr (text, "sedp_requests_total{stage=\"pipeline\"} 2\n"));
   CU_ASSERT_PTR_NOT_NULL (strstr (text, "sedp_stage_batch_size_bucket{stage=\"items\",le=\"+Inf\"}"));
-  g_unlink (metrics);
-  g_rmdir (tmp);
+  sedp_test_remove_tree (tmp);
 }
 
 /* A malformed request file: exit 1, a message naming the file and the line; the requests before
@@ -524,15 +452,15 @@ run_fails (const char *fixture, guint line, const char *needle, guint n_before)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   g_autofree char *requests = srcfile ("fixtures", "requests", fixture, NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "run", example, "--requests", requests, NULL);
-  ASSERT_EXIT (r, 1);
+  SEDP_ASSERT_EXIT (r, 1);
   g_autofree char *where = g_strdup_printf ("sedp run: %s:%u: ", requests, line);
-  ASSERT_CONTAINS (r.err, where);
-  ASSERT_CONTAINS (r.err, needle);
+  SEDP_ASSERT_CONTAINS (r.err, where);
+  SEDP_ASSERT_CONTAINS (r.err, needle);
   CU_ASSERT_EQUAL (count_lines (r.out), n_before);
   g_autofree char *summary = g_strdup_printf ("sedp run: %u requests in ", n_before);
-  ASSERT_CONTAINS (r.err, summary);
+  SEDP_ASSERT_CONTAINS (r.err, summary);
 }
 
 static void
@@ -570,18 +498,18 @@ test_run_usage (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "run", example, NULL);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, "sedp run: ");
-    ASSERT_CONTAINS (r.err, "--requests");
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, "sedp run: ");
+    SEDP_ASSERT_CONTAINS (r.err, "--requests");
     CU_ASSERT_STRING_EQUAL (r.out, "");
   }
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "run", example, "--requests", example, "--max-inflight", "0", NULL);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, "--max-inflight");
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, "--max-inflight");
   }
 }
 
@@ -590,11 +518,11 @@ test_run_missing_requests_file (void)
 {
   g_autofree char *example = srcfile ("..", "pipelines", "example.pipeline", NULL);
   g_autofree char *missing = srcfile ("fixtures", "requests", "no-such-file.jsonl", NULL);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "run", example, "--requests", missing, NULL);
-  ASSERT_EXIT (r, 1);
+  SEDP_ASSERT_EXIT (r, 1);
   g_autofree char *where = g_strdup_printf ("sedp run: %s: cannot open", missing);
-  ASSERT_CONTAINS (r.err, where);
+  SEDP_ASSERT_CONTAINS (r.err, where);
   CU_ASSERT_STRING_EQUAL (r.out, "");
 }
 
@@ -604,22 +532,22 @@ test_run_bad_pipeline (void)
   g_autofree char *pipeline = srcfile ("fixtures", "dsl", "bad-double.pipeline", NULL);
   g_autofree char *sample = srcfile ("..", "examples", "requests", "sample.jsonl", NULL);
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "run", pipeline, "--requests", sample, NULL);
-    ASSERT_EXIT (r, 1);
+    SEDP_ASSERT_EXIT (r, 1);
     g_autofree char *where = g_strdup_printf ("sedp run: %s:8: [stage work] spin_us", pipeline);
-    ASSERT_CONTAINS (r.err, where);
+    SEDP_ASSERT_CONTAINS (r.err, where);
     CU_ASSERT_STRING_EQUAL (r.out, "");
   }
   {
     /* A plugin whose create fails stops the run before any request. */
     g_autofree char *failing = srcfile ("fixtures", "loader", "fail-create.pipeline", NULL);
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, "run", failing, "--requests", sample, NULL);
-    ASSERT_EXIT (r, 1);
+    SEDP_ASSERT_EXIT (r, 1);
     g_autofree char *where = g_strdup_printf ("sedp run: %s:9: [stage faults]", failing);
-    ASSERT_CONTAINS (r.err, where);
-    ASSERT_CONTAINS (r.err, "fail_create is set");
+    SEDP_ASSERT_CONTAINS (r.err, where);
+    SEDP_ASSERT_CONTAINS (r.err, "fail_create is set");
     CU_ASSERT_STRING_EQUAL (r.out, "");
   }
 }

@@ -8,63 +8,14 @@
 #include "nn/model.h"
 #include "nn/synth.h"
 #include "redis-harness.h"
+#include "test-spawn.h"
 
 #include <gio/gio.h>
 #include <math.h>
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
-/* Runs sedp with the NULL-terminated arguments, @input on its standard input (may be NULL). */
-static void
-sedp_run (Run *r, const char *input, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (gpointer) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (
-    G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (l, "LC_ALL", "C", TRUE);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata,
-                                                            &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
-  memset (r, 0, sizeof *r);
-  CU_ASSERT_TRUE_FATAL (g_subprocess_communicate_utf8 (p, input ? input : "", NULL, &r->out,
-                                                       &r->err, &error));
-  r->status = g_subprocess_get_if_exited (p) ? g_subprocess_get_exit_status (p) : -1;
-}
-
-#define ASSERT_EXIT(r, code)                                                                     \
-  do {                                                                                           \
-    if ((r).status != (code))                                                                    \
-      fprintf (stderr, "\n  exit status %d, expected %d; stderr:\n%s\n", (r).status, (code),     \
-               (r).err);                                                                         \
-    CU_ASSERT_EQUAL ((r).status, (code));                                                        \
-  } while (0)
-
-#define ASSERT_CONTAINS(text, needle)                                                            \
-  do {                                                                                           \
-    if (strstr ((text), (needle)) == NULL)                                                       \
-      fprintf (stderr, "\n  output lacks '%s':\n%s\n", (needle), (text));                        \
-    CU_ASSERT_PTR_NOT_NULL (strstr ((text), (needle)));                                          \
-  } while (0)
+/* Runs sedp with the NULL-terminated arguments, @input on its standard input (NULL: none). */
+#define sedp_run(r, in, ...)                                                                     \
+  sedp_test_spawn ((r), &(const SedpTestSpawn){.input = (in) ? (in) : ""}, __VA_ARGS__)
 
 static const char *hash_hex = "00112233445566778899aabbccddeeff";
 
@@ -72,7 +23,7 @@ static char *
 write_tsv (const char *name, const char *content)
 {
   char *path = tpath (name);
-  CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, content, -1, NULL));
+  sedp_test_write_file (path, content, -1);
   return path;
 }
 
@@ -96,29 +47,29 @@ test_build_info_verify_get (void)
 {
   g_autofree char *tsv = write_tsv ("good.tsv", good_tsv);
   g_autofree char *dir = tpath ("cli-good");
-  g_auto (Run) b;
+  g_auto (SedpTestRun) b;
   sedp_run (&b, NULL, "cube", "build", "-o", dir, "--dim", "3", "--name", "users", "--hash-key",
             hash_hex, "--block-size", "24", tsv, NULL);
-  ASSERT_EXIT (b, 0);
+  SEDP_ASSERT_EXIT (b, 0);
   g_autofree char *wrote = g_strdup_printf ("wrote %s: 4 keys of dim 3, hash key %s\n", dir,
                                             hash_hex);
   CU_ASSERT_STRING_EQUAL (b.out, wrote);
   CU_ASSERT_STRING_EQUAL (b.err, "");
 
-  g_auto (Run) i;
+  g_auto (SedpTestRun) i;
   sedp_run (&i, NULL, "cube", "info", dir, NULL);
-  ASSERT_EXIT (i, 0);
-  ASSERT_CONTAINS (i.out, "name:        users\n");
-  ASSERT_CONTAINS (i.out, "dim:         3\n");
-  ASSERT_CONTAINS (i.out, "keys:        4\n");
-  ASSERT_CONTAINS (i.out, "hash_key:    00112233445566778899aabbccddeeff\n");
-  ASSERT_CONTAINS (i.out, "block_size:  24 bytes\n");
-  ASSERT_CONTAINS (i.out, "blocks:      2 ");
-  ASSERT_CONTAINS (i.out, "index:       16 slots");
+  SEDP_ASSERT_EXIT (i, 0);
+  SEDP_ASSERT_CONTAINS (i.out, "name:        users\n");
+  SEDP_ASSERT_CONTAINS (i.out, "dim:         3\n");
+  SEDP_ASSERT_CONTAINS (i.out, "keys:        4\n");
+  SEDP_ASSERT_CONTAINS (i.out, "hash_key:    00112233445566778899aabbccddeeff\n");
+  SEDP_ASSERT_CONTAINS (i.out, "block_size:  24 bytes\n");
+  SEDP_ASSERT_CONTAINS (i.out, "blocks:      2 ");
+  SEDP_ASSERT_CONTAINS (i.out, "index:       16 slots");
 
-  g_auto (Run) v;
+  g_auto (SedpTestRun) v;
   sedp_run (&v, NULL, "cube", "verify", dir, NULL);
-  ASSERT_EXIT (v, 0);
+  SEDP_ASSERT_EXIT (v, 0);
   g_autofree char *ok = g_strdup_printf ("%s: ok (4 keys of dim 3, 2 blocks)\n", dir);
   CU_ASSERT_STRING_EQUAL (v.out, ok);
 
@@ -133,10 +84,10 @@ test_build_info_verify_get (void)
                                            sig);
   const char *places[] = {"disk", "memory"};
   for (guint p = 0; p < 2; p++) {
-    g_auto (Run) g;
+    g_auto (SedpTestRun) g;
     sedp_run (&g, NULL, "cube", "get", "--values", places[p], dir, "12345", "0", "3:7", sig,
               "18446744073709551615", "3:8", "1", NULL);
-    ASSERT_EXIT (g, 0);
+    SEDP_ASSERT_EXIT (g, 0);
     CU_ASSERT_STRING_EQUAL (g.out, want);
   }
 }
@@ -145,17 +96,17 @@ static void
 test_build_from_stdin (void)
 {
   g_autofree char *dir = tpath ("cli-stdin");
-  g_auto (Run) b;
+  g_auto (SedpTestRun) b;
   sedp_run (&b, "1\t1.5\n2\t2.5\n", "cube", "build", "-q", "-o", dir, "--dim", "1", "-", NULL);
-  ASSERT_EXIT (b, 0);
-  g_auto (Run) g;
+  SEDP_ASSERT_EXIT (b, 0);
+  g_auto (SedpTestRun) g;
   sedp_run (&g, NULL, "cube", "get", dir, "2", "1", NULL);
-  ASSERT_EXIT (g, 0);
+  SEDP_ASSERT_EXIT (g, 0);
   CU_ASSERT_STRING_EQUAL (g.out, "2\t2.5\n1\t1.5\n");
   /* The name is the folder's, the hash key random. */
-  g_auto (Run) i;
+  g_auto (SedpTestRun) i;
   sedp_run (&i, NULL, "cube", "info", dir, NULL);
-  ASSERT_CONTAINS (i.out, "name:        cli-stdin\n");
+  SEDP_ASSERT_CONTAINS (i.out, "name:        cli-stdin\n");
 }
 
 static void
@@ -179,10 +130,10 @@ test_build_errors (void)
   g_autofree char *dir = tpath ("cli-bad");
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autofree char *tsv = write_tsv ("bad.tsv", cases[i].content);
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     sedp_run (&r, NULL, "cube", "build", "-o", dir, "--dim", "3", tsv, NULL);
-    ASSERT_EXIT (r, 1);
-    ASSERT_CONTAINS (r.err, cases[i].needle);
+    SEDP_ASSERT_EXIT (r, 1);
+    SEDP_ASSERT_CONTAINS (r.err, cases[i].needle);
     CU_ASSERT_TRUE (g_str_has_prefix (r.err, "sedp cube build: "));
     CU_ASSERT_EQUAL (strchr (r.err, '\n') - r.err + 1, (long) strlen (r.err)); /* one line */
     CU_ASSERT_TRUE (nothing_left (dir));
@@ -190,10 +141,10 @@ test_build_errors (void)
   /* A NUL byte. */
   g_autofree char *nul = tpath ("nul.tsv");
   CU_ASSERT_TRUE (g_file_set_contents (nul, "1\t1,2,3\n2\t1\0002,3\n", 15, NULL));
-  g_auto (Run) n;
+  g_auto (SedpTestRun) n;
   sedp_run (&n, NULL, "cube", "build", "-o", dir, "--dim", "3", nul, NULL);
-  ASSERT_EXIT (n, 1);
-  ASSERT_CONTAINS (n.err, "nul.tsv:2: binary data");
+  SEDP_ASSERT_EXIT (n, 1);
+  SEDP_ASSERT_CONTAINS (n.err, "nul.tsv:2: binary data");
   CU_ASSERT_TRUE (nothing_left (dir));
 
   /* Usage errors. */
@@ -206,36 +157,36 @@ test_build_errors (void)
     {"--block-size", "12X", "--block-size wants bytes"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (usage); i++) {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     if (strcmp (usage[i].a, "--dim") == 0)
       sedp_run (&r, NULL, "cube", "build", "-o", dir, usage[i].a, usage[i].b, tsv, NULL);
     else
       sedp_run (&r, NULL, "cube", "build", "-o", dir, "--dim", "3", usage[i].a, usage[i].b, tsv,
                 NULL);
-    ASSERT_EXIT (r, 2);
-    ASSERT_CONTAINS (r.err, usage[i].needle);
+    SEDP_ASSERT_EXIT (r, 2);
+    SEDP_ASSERT_CONTAINS (r.err, usage[i].needle);
     CU_ASSERT_TRUE (nothing_left (dir));
   }
-  g_auto (Run) small;
+  g_auto (SedpTestRun) small;
   sedp_run (&small, NULL, "cube", "build", "-o", dir, "--dim", "3", "--block-size", "11", tsv,
             NULL);
-  ASSERT_EXIT (small, 1);
-  ASSERT_CONTAINS (small.err, "block size 11");
-  g_auto (Run) missing;
+  SEDP_ASSERT_EXIT (small, 1);
+  SEDP_ASSERT_CONTAINS (small.err, "block size 11");
+  g_auto (SedpTestRun) missing;
   g_autofree char *none = tpath ("none.tsv");
   sedp_run (&missing, NULL, "cube", "build", "-o", dir, "--dim", "3", none, NULL);
-  ASSERT_EXIT (missing, 1);
-  ASSERT_CONTAINS (missing.err, "none.tsv: No such file");
+  SEDP_ASSERT_EXIT (missing, 1);
+  SEDP_ASSERT_CONTAINS (missing.err, "none.tsv: No such file");
   CU_ASSERT_TRUE (nothing_left (dir));
 
   /* An existing folder is left as it is. */
   CU_ASSERT_EQUAL (g_mkdir (dir, 0755), 0);
   g_autofree char *keep = member (dir, "keep");
   CU_ASSERT_TRUE (g_file_set_contents (keep, "x", -1, NULL));
-  g_auto (Run) e;
+  g_auto (SedpTestRun) e;
   sedp_run (&e, NULL, "cube", "build", "-o", dir, "--dim", "3", tsv, NULL);
-  ASSERT_EXIT (e, 1);
-  ASSERT_CONTAINS (e.err, "already exists");
+  SEDP_ASSERT_EXIT (e, 1);
+  SEDP_ASSERT_CONTAINS (e.err, "already exists");
   CU_ASSERT_TRUE (g_file_test (keep, G_FILE_TEST_EXISTS));
   rm_rf (dir);
 }
@@ -245,50 +196,50 @@ test_verify_and_get_errors (void)
 {
   g_autofree char *tsv = write_tsv ("v.tsv", "1\t1,2\n2\t3,4\n");
   g_autofree char *dir = tpath ("cli-verify");
-  g_auto (Run) b;
+  g_auto (SedpTestRun) b;
   sedp_run (&b, NULL, "cube", "build", "-o", dir, "--dim", "2", tsv, NULL);
-  ASSERT_EXIT (b, 0);
+  SEDP_ASSERT_EXIT (b, 0);
   g_autofree char *blk = member (dir, "block-00000.bin");
   flip_byte (blk, 5);
-  g_auto (Run) v;
+  g_auto (SedpTestRun) v;
   sedp_run (&v, NULL, "cube", "verify", dir, NULL);
-  ASSERT_EXIT (v, 1);
-  ASSERT_CONTAINS (v.err, "block-00000.bin: checksum mismatch");
-  g_auto (Run) gm;
+  SEDP_ASSERT_EXIT (v, 1);
+  SEDP_ASSERT_CONTAINS (v.err, "block-00000.bin: checksum mismatch");
+  g_auto (SedpTestRun) gm;
   sedp_run (&gm, NULL, "cube", "get", "--values", "memory", dir, "1", NULL);
-  ASSERT_EXIT (gm, 1);
-  ASSERT_CONTAINS (gm.err, "block-00000.bin: checksum mismatch");
+  SEDP_ASSERT_EXIT (gm, 1);
+  SEDP_ASSERT_CONTAINS (gm.err, "block-00000.bin: checksum mismatch");
 
-  g_auto (Run) k;
+  g_auto (SedpTestRun) k;
   sedp_run (&k, NULL, "cube", "get", dir, "one", NULL);
-  ASSERT_EXIT (k, 2);
-  ASSERT_CONTAINS (k.err, "bad key 'one'");
+  SEDP_ASSERT_EXIT (k, 2);
+  SEDP_ASSERT_CONTAINS (k.err, "bad key 'one'");
   g_autofree char *none = tpath ("no-cube");
-  g_auto (Run) n;
+  g_auto (SedpTestRun) n;
   sedp_run (&n, NULL, "cube", "get", none, "1", NULL);
-  ASSERT_EXIT (n, 1);
-  ASSERT_CONTAINS (n.err, "no-cube");
-  g_auto (Run) i;
+  SEDP_ASSERT_EXIT (n, 1);
+  SEDP_ASSERT_CONTAINS (n.err, "no-cube");
+  g_auto (SedpTestRun) i;
   sedp_run (&i, NULL, "cube", "info", none, NULL);
-  ASSERT_EXIT (i, 1);
-  g_auto (Run) nn;
+  SEDP_ASSERT_EXIT (i, 1);
+  g_auto (SedpTestRun) nn;
   sedp_run (&nn, NULL, "cube", "get", "--redis", "redis://127.0.0.1:1", "1", NULL);
-  ASSERT_EXIT (nn, 2);
-  ASSERT_CONTAINS (nn.err, "--redis needs --name");
-  g_auto (Run) down;
+  SEDP_ASSERT_EXIT (nn, 2);
+  SEDP_ASSERT_CONTAINS (nn.err, "--redis needs --name");
+  g_auto (SedpTestRun) down;
   sedp_run (&down, NULL, "cube", "get", "--redis", "redis://127.0.0.1:1", "--name", "x", "1",
             NULL);
-  ASSERT_EXIT (down, 1);
+  SEDP_ASSERT_EXIT (down, 1);
   CU_ASSERT_TRUE (g_str_has_prefix (down.err, "sedp cube get: "));
-  g_auto (Run) u;
+  g_auto (SedpTestRun) u;
   sedp_run (&u, NULL, "cube", "frobnicate", NULL);
-  ASSERT_EXIT (u, 2);
-  ASSERT_CONTAINS (u.err, "unknown command 'frobnicate'");
-  g_auto (Run) h;
+  SEDP_ASSERT_EXIT (u, 2);
+  SEDP_ASSERT_CONTAINS (u.err, "unknown command 'frobnicate'");
+  g_auto (SedpTestRun) h;
   sedp_run (&h, NULL, "cube", "--help", NULL);
-  ASSERT_EXIT (h, 0);
-  ASSERT_CONTAINS (h.out, "build");
-  ASSERT_CONTAINS (h.out, "push");
+  SEDP_ASSERT_EXIT (h, 0);
+  SEDP_ASSERT_CONTAINS (h.out, "build");
+  SEDP_ASSERT_CONTAINS (h.out, "push");
 }
 
 /* sedp cube push, then sedp cube get --redis prints what the local get prints. */
@@ -305,22 +256,22 @@ test_redis_round_trip (void)
   g_autofree char *url = redis_server_url (server);
   g_autofree char *tsv = write_tsv ("push.tsv", good_tsv);
   g_autofree char *dir = tpath ("cli-push");
-  g_auto (Run) b;
+  g_auto (SedpTestRun) b;
   sedp_run (&b, NULL, "cube", "build", "-o", dir, "--dim", "3", "--hash-key", hash_hex, tsv,
             NULL);
-  ASSERT_EXIT (b, 0);
-  g_auto (Run) p;
+  SEDP_ASSERT_EXIT (b, 0);
+  g_auto (SedpTestRun) p;
   sedp_run (&p, NULL, "cube", "push", dir, "--redis", url, "--name", "emb", NULL);
-  ASSERT_EXIT (p, 0);
-  ASSERT_CONTAINS (p.out, "4 keys of dim 3");
-  g_auto (Run) local;
+  SEDP_ASSERT_EXIT (p, 0);
+  SEDP_ASSERT_CONTAINS (p.out, "4 keys of dim 3");
+  g_auto (SedpTestRun) local;
   sedp_run (&local, NULL, "cube", "get", dir, "12345", "3:7", "0", "99", NULL);
-  g_auto (Run) remote;
+  g_auto (SedpTestRun) remote;
   sedp_run (&remote, NULL, "cube", "get", "--redis", url, "--name", "emb", "12345", "3:7", "0",
             "99", NULL);
-  ASSERT_EXIT (remote, 0);
+  SEDP_ASSERT_EXIT (remote, 0);
   CU_ASSERT_STRING_EQUAL (remote.out, local.out);
-  ASSERT_CONTAINS (remote.out, "99\tmissing\n");
+  SEDP_ASSERT_CONTAINS (remote.out, "99\tmissing\n");
   redis_server_free (server);
 }
 
@@ -372,11 +323,11 @@ check_split (const char *tag, const char *model_path, gboolean mean, gboolean id
 {
   g_autofree char *dense_path = g_strdup_printf ("%s/%s-dense.onnx", cube_tmp_root, tag);
   g_autofree char *cube_dir = g_strdup_printf ("%s/%s-cube", cube_tmp_root, tag);
-  g_auto (Run) s;
+  g_auto (SedpTestRun) s;
   sedp_run (&s, NULL, "model", "split", model_path, "--dense", dense_path, "--cube", cube_dir,
             "--hash-key", hash_hex, NULL);
-  ASSERT_EXIT (s, 0);
-  ASSERT_CONTAINS (s.out, mean ? "pooling = mean" : "pooling = sum");
+  SEDP_ASSERT_EXIT (s, 0);
+  SEDP_ASSERT_CONTAINS (s.out, mean ? "pooling = mean" : "pooling = sum");
   g_autoptr (SedpNnModel) orig = sedp_nn_model_load (model_path, NULL);
   g_autoptr (SedpNnModel) dense = sedp_nn_model_load (dense_path, NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL (orig);
@@ -466,10 +417,10 @@ test_split_synth (void)
     g_autofree char *tag = g_strdup_printf ("%s%d", cases[i].arch, cases[i].opset);
     g_autofree char *path = g_strdup_printf ("%s/%s.onnx", cube_tmp_root, tag);
     g_autofree char *opset = g_strdup_printf ("%d", cases[i].opset);
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     sedp_run (&r, NULL, "model", "synth", "-a", cases[i].arch, "--opset", opset, "--seed", "5",
               "-o", path, NULL);
-    ASSERT_EXIT (r, 0);
+    SEDP_ASSERT_EXIT (r, 0);
     check_split (tag, path, cases[i].mean, FALSE);
   }
 }
@@ -542,11 +493,11 @@ test_split_keepdims_and_single_ids (void)
     g_autofree char *tag = g_strdup_printf ("hand%d", opset);
     g_autofree char *dense_path = g_strdup_printf ("%s/%s-dense.onnx", cube_tmp_root, tag);
     g_autofree char *cube_dir = g_strdup_printf ("%s/%s-cube", cube_tmp_root, tag);
-    g_auto (Run) s;
+    g_auto (SedpTestRun) s;
     sedp_run (&s, NULL, "model", "split", path, "--dense", dense_path, "--cube", cube_dir,
               "--hash-key", hash_hex, NULL);
-    ASSERT_EXIT (s, 0);
-    ASSERT_CONTAINS (s.out, "slots = tags, item; pooling = sum, sum");
+    SEDP_ASSERT_EXIT (s, 0);
+    SEDP_ASSERT_CONTAINS (s.out, "slots = tags, item; pooling = sum, sum");
 
     g_autoptr (SedpNnModel) orig = sedp_nn_model_load (path, NULL);
     g_autoptr (SedpNnModel) dense = sedp_nn_model_load (dense_path, NULL);
@@ -620,12 +571,12 @@ test_split_refusals (void)
   g_autofree char *two = tpath ("two-dims.onnx");
   CU_ASSERT_TRUE_FATAL (sedp_nn_model_save (m, two, NULL));
   sedp_nn_model_unref (m);
-  g_auto (Run) t;
+  g_auto (SedpTestRun) t;
   sedp_run (&t, NULL, "model", "split", two, "--dense", dense, "--cube", dir, NULL);
-  ASSERT_EXIT (t, 0);
-  ASSERT_CONTAINS (t.out, "into 2 cubes of dims 8, 4");
-  ASSERT_CONTAINS (t.out, "slots = 1=b; pooling = sum; hash_slot_ids = true; output_prefix = "
-                          "pooled_d8_");
+  SEDP_ASSERT_EXIT (t, 0);
+  SEDP_ASSERT_CONTAINS (t.out, "into 2 cubes of dims 8, 4");
+  SEDP_ASSERT_CONTAINS (t.out, "slots = 1=b; pooling = sum; hash_slot_ids = true; output_prefix = "
+                               "pooled_d8_");
   rm_rf (dir);
   g_unlink (dense);
 
@@ -638,26 +589,26 @@ test_split_refusals (void)
   g_autofree char *plain = tpath ("plain.onnx");
   CU_ASSERT_TRUE_FATAL (sedp_nn_model_save (m, plain, NULL));
   sedp_nn_model_unref (m);
-  g_auto (Run) u;
+  g_auto (SedpTestRun) u;
   sedp_run (&u, NULL, "model", "split", plain, "--dense", dense, "--cube", dir, NULL);
-  ASSERT_EXIT (u, 1);
-  ASSERT_CONTAINS (u.err, "no embedding lookups to split");
+  SEDP_ASSERT_EXIT (u, 1);
+  SEDP_ASSERT_CONTAINS (u.err, "no embedding lookups to split");
   CU_ASSERT_TRUE (nothing_left (dir));
 
   /* An existing cube folder: refused, no dense model written. */
   g_autofree char *dlrm = g_strdup_printf ("%s/dlrm-r.onnx", cube_tmp_root);
-  g_auto (Run) v;
+  g_auto (SedpTestRun) v;
   sedp_run (&v, NULL, "model", "synth", "-a", "dlrm", "-o", dlrm, NULL);
   CU_ASSERT_EQUAL (g_mkdir (dir, 0755), 0);
-  g_auto (Run) w;
+  g_auto (SedpTestRun) w;
   sedp_run (&w, NULL, "model", "split", dlrm, "--dense", dense, "--cube", dir, NULL);
-  ASSERT_EXIT (w, 1);
-  ASSERT_CONTAINS (w.err, "already exists");
+  SEDP_ASSERT_EXIT (w, 1);
+  SEDP_ASSERT_CONTAINS (w.err, "already exists");
   CU_ASSERT_TRUE (nothing_left (dense));
   g_rmdir (dir);
-  g_auto (Run) x;
+  g_auto (SedpTestRun) x;
   sedp_run (&x, NULL, "model", "split", dlrm, "--cube", dir, NULL);
-  ASSERT_EXIT (x, 2);
+  SEDP_ASSERT_EXIT (x, 2);
 }
 
 int

@@ -2,7 +2,7 @@
  * written to a fixtures folder under the build directory), truncation and bit-flip robustness,
  * the writer (save → load round trips of every synthetic architecture, TensorProto files), the
  * synthetic models themselves, and the `sedp model` commands. */
-#include "test-common.h"
+#include "test-spawn.h"
 
 #include "nn/model.h"
 #include "nn/plan.h"
@@ -12,7 +12,6 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
-#include <sys/wait.h>
 
 static char *fixtures; /* build/tests/nn-io/fixtures */
 static char *tmpdir;   /* a scratch folder, removed at the end */
@@ -27,16 +26,6 @@ static char *
 tmp_path (const char *name)
 {
   return g_build_filename (tmpdir, name, NULL);
-}
-
-static void
-write_file (const char *path, const void *data, gsize size)
-{
-  g_autoptr (GError) error = NULL;
-  gboolean ok = g_file_set_contents (path, data, (gssize) size, &error);
-  if (!ok)
-    fprintf (stderr, "\n  cannot write %s: %s\n", path, error->message);
-  CU_ASSERT_FATAL (ok);
 }
 
 static guint8 *
@@ -467,7 +456,7 @@ test_tensor_typed_fields (void)
   tp.float_data = f;
   guint8 buf[256];
   gsize n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   SedpNnTensor *t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   CU_ASSERT_EQUAL (t->dtype, SEDP_NN_FLOAT);
@@ -481,7 +470,7 @@ test_tensor_typed_fields (void)
   tp.n_int64_data = 4;
   tp.int64_data = l;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   CU_ASSERT (memcmp (t->data, l, sizeof l) == 0);
@@ -493,7 +482,7 @@ test_tensor_typed_fields (void)
   tp.n_int32_data = 4;
   tp.int32_data = i;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   const guint8 want_b[4] = {0, 1, 0, 1};
@@ -502,7 +491,7 @@ test_tensor_typed_fields (void)
 
   tp.data_type = SEDP_NN_INT8;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   CU_ASSERT_EQUAL (((gint8 *) t->data)[3], -1);
@@ -510,7 +499,7 @@ test_tensor_typed_fields (void)
 
   tp.data_type = SEDP_NN_INT32;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   CU_ASSERT (memcmp (t->data, i, sizeof i) == 0);
@@ -522,7 +511,7 @@ test_tensor_typed_fields (void)
   tp.n_double_data = 4;
   tp.double_data = d;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   t = sedp_nn_tensor_load (path, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (t);
   CU_ASSERT (memcmp (t->data, d, sizeof d) == 0);
@@ -531,7 +520,7 @@ test_tensor_typed_fields (void)
   /* Three values for four elements. */
   tp.n_double_data = 3;
   n = sedp__onnx__tensor_proto__pack (&tp, buf);
-  write_file (path, buf, n);
+  sedp_test_write_file (path, buf, n);
   CU_ASSERT_PTR_NULL (sedp_nn_tensor_load (path, &error));
   SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "3 values in double_data", "[2, 2]");
   CU_ASSERT_EQUAL (error->code, SEDP_NN_ERROR_INVALID);
@@ -549,14 +538,14 @@ test_tensor_errors (void)
 
   g_autofree char *garbage = fixture_path ("tensor-garbage.pb");
   const char text[] = "this is not a tensor\n";
-  write_file (garbage, text, sizeof text - 1);
+  sedp_test_write_file (garbage, text, sizeof text - 1);
   CU_ASSERT_PTR_NULL (sedp_nn_tensor_load (garbage, &error));
   SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "truncated or corrupt");
   CU_ASSERT_EQUAL (error->code, SEDP_NN_ERROR_CORRUPT);
   g_clear_error (&error);
 
   g_autofree char *empty = fixture_path ("tensor-empty.pb");
-  write_file (empty, "", 0);
+  sedp_test_write_file (empty, "", 0);
   CU_ASSERT_PTR_NULL (sedp_nn_tensor_load (empty, &error));
   SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "no element type");
   g_clear_error (&error);
@@ -575,7 +564,7 @@ test_tensor_errors (void)
   guint8 buf[128];
   gsize n = sedp__onnx__tensor_proto__pack (&tp, buf);
   g_autofree char *short_raw = fixture_path ("tensor-short-raw.pb");
-  write_file (short_raw, buf, n);
+  sedp_test_write_file (short_raw, buf, n);
   CU_ASSERT_PTR_NULL (sedp_nn_tensor_load (short_raw, &error));
   SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "12 bytes of raw_data", "needs 16 bytes");
   CU_ASSERT_EQUAL (error->code, SEDP_NN_ERROR_INVALID);
@@ -725,7 +714,7 @@ tiny_write (Tiny *t, const char *name)
   g_autofree guint8 *buf = g_malloc (size + 1);
   sedp__onnx__model_proto__pack (&t->model, buf);
   char *path = fixture_path (name);
-  write_file (path, buf, size);
+  sedp_test_write_file (path, buf, size);
   return path;
 }
 
@@ -1010,16 +999,16 @@ test_corrupt (void)
   sedp__onnx__model_proto__pack (&t.model, buf);
 
   g_autofree char *trunc = fixture_path ("truncated.onnx");
-  write_file (trunc, buf, size - 7);
+  sedp_test_write_file (trunc, buf, size - 7);
   expect_failure (trunc, SEDP_NN_ERROR_CORRUPT, "truncated or corrupt protobuf");
 
   g_autofree char *garbage = fixture_path ("garbage.onnx");
   const char text[] = "this is not an ONNX model, only some text.\n";
-  write_file (garbage, text, sizeof text - 1);
+  sedp_test_write_file (garbage, text, sizeof text - 1);
   expect_failure (garbage, SEDP_NN_ERROR_CORRUPT, "truncated or corrupt protobuf");
 
   g_autofree char *empty = fixture_path ("empty.onnx");
-  write_file (empty, "", 0);
+  sedp_test_write_file (empty, "", 0);
   expect_failure (empty, SEDP_NN_ERROR_CORRUPT, "empty file");
 
   /* Graph → node → attribute → graph → … 200 levels: refused before protobuf-c recurses. */
@@ -1054,7 +1043,7 @@ test_corrupt (void)
   g_byte_array_append (model, head, (guint) n);
   g_byte_array_append (model, inner->data, inner->len);
   g_autofree char *deep = fixture_path ("nested.onnx");
-  write_file (deep, model->data, model->len);
+  sedp_test_write_file (deep, model->data, model->len);
   g_byte_array_unref (inner);
   g_byte_array_unref (model);
   expect_failure (deep, SEDP_NN_ERROR_CORRUPT, "nested more than");
@@ -1135,46 +1124,11 @@ test_robustness (void)
 
 /* ---- sedp model ---- */
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Run;
+/* Runs sedp with the NULL-terminated arguments. */
+#define spawn_sedp(r, ...) sedp_test_spawn ((r), NULL, __VA_ARGS__)
 
 static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
-static void
-spawn_sedp (Run *r, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (gpointer) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  g_auto (GStrv) env = g_get_environ ();
-  env = g_environ_setenv (env, "LC_ALL", "C", TRUE);
-  int wait_status = 0;
-  g_autoptr (GError) error = NULL;
-  memset (r, 0, sizeof *r);
-  gboolean ok = g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL,
-                              &r->out, &r->err, &wait_status, &error);
-  if (!ok)
-    fprintf (stderr, "\n  cannot run %s: %s\n", SEDP_BINARY, error->message);
-  CU_ASSERT_FATAL (ok);
-  r->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : -1;
-}
-
-static void
-assert_run (const Run *r, int status, const char *out_needle, const char *err_needle)
+assert_run (const SedpTestRun *r, int status, const char *out_needle, const char *err_needle)
 {
   if (r->status != status)
     fprintf (stderr, "\n  exit %d (expected %d)\n  stdout: %s\n  stderr: %s\n", r->status, status,
@@ -1194,7 +1148,7 @@ static void
 test_cli_synth_info (void)
 {
   g_autofree char *path = tmp_path ("cli-dlrm.onnx");
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "model", "synth", "--arch", "dlrm", "--seed", "3", "--slots", "3", "--dim", "4",
               "--hidden", "8,4", "-o", path, NULL);
   assert_run (&r, 0, "wrote", NULL);
@@ -1213,7 +1167,7 @@ test_cli_synth_info (void)
   g_autoptr (SedpNnModel) lib = sedp_nn_synth ("dlrm", 3, &o, &error);
   assert_models_equal (lib, m);
 
-  g_auto (Run) info;
+  g_auto (SedpTestRun) info;
   spawn_sedp (&info, "model", "info", path, NULL);
   assert_run (&info, 0, "opset:       17", NULL);
   CU_ASSERT_PTR_NOT_NULL (strstr (info.out, "slot_2"));
@@ -1222,10 +1176,10 @@ test_cli_synth_info (void)
   CU_ASSERT_PTR_NOT_NULL (strstr (info.out, "parameters:"));
   CU_ASSERT_PTR_NOT_NULL (strstr (info.out, "flops/row:"));
 
-  g_auto (Run) help;
+  g_auto (SedpTestRun) help;
   spawn_sedp (&help, "model", "synth", "--help", NULL);
   assert_run (&help, 0, "--arch", NULL);
-  g_auto (Run) mhelp;
+  g_auto (SedpTestRun) mhelp;
   spawn_sedp (&mhelp, "model", "--help", NULL);
   assert_run (&mhelp, 0, "bench", NULL);
 }
@@ -1253,22 +1207,14 @@ test_cli_errors (void)
     {{"model", "bench", out, "--batch", "0", NULL}, 2, "--batch must be"},
   };
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
-    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-    for (guint k = 0; cases[c].args[k]; k++)
-      g_ptr_array_add (argv, (gpointer) cases[c].args[k]);
-    g_ptr_array_add (argv, NULL);
-    g_auto (Run) r = {0};
-    int ws = 0;
-    CU_ASSERT_FATAL (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                   &r.out, &r.err, &ws, NULL));
-    r.status = WIFEXITED (ws) ? WEXITSTATUS (ws) : -1;
+    g_auto (SedpTestRun) r;
+    sedp_test_spawn_args (&r, NULL, cases[c].args);
     assert_run (&r, cases[c].status, NULL, cases[c].needle);
   }
   /* Files that do not load: one line naming the file and the reason, exit 1. */
   g_autofree char *garbage = fixture_path ("cli-garbage.onnx");
-  write_file (garbage, "garbage!", 8);
-  g_auto (Run) r;
+  sedp_test_write_file (garbage, "garbage!", 8);
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "model", "info", garbage, NULL);
   assert_run (&r, 1, NULL, "sedp model info: ");
   CU_ASSERT_PTR_NOT_NULL (strstr (r.err, "cli-garbage.onnx"));
@@ -1280,7 +1226,7 @@ static void
 test_cli_eval (void)
 {
   g_autofree char *path = tmp_path ("cli-mmoe.onnx");
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "model", "synth", "--arch", "mmoe", "--seed", "2", "-o", path, NULL);
   assert_run (&r, 0, NULL, NULL);
   g_autoptr (GError) error = NULL;
@@ -1308,7 +1254,6 @@ test_cli_eval (void)
   }
   g_autofree char *outdir = tmp_path ("eval-out/nested");
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
   g_ptr_array_add (argv, (gpointer) "model");
   g_ptr_array_add (argv, (gpointer) "eval");
   g_ptr_array_add (argv, (gpointer) path);
@@ -1319,11 +1264,8 @@ test_cli_eval (void)
   g_ptr_array_add (argv, (gpointer) "-o");
   g_ptr_array_add (argv, outdir);
   g_ptr_array_add (argv, NULL);
-  g_auto (Run) ev = {0};
-  int ws = 0;
-  CU_ASSERT_FATAL (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                 &ev.out, &ev.err, &ws, NULL));
-  ev.status = WIFEXITED (ws) ? WEXITSTATUS (ws) : -1;
+  g_auto (SedpTestRun) ev;
+  sedp_test_spawn_args (&ev, NULL, (const char *const *) argv->pdata);
   assert_run (&ev, 0, NULL, NULL);
 
   /* The same as a plan run in this process. */
@@ -1354,15 +1296,13 @@ test_cli_eval (void)
   sedp_nn_plan_free (plan);
 
   /* Wrong input count; an input of the wrong type. */
-  g_auto (Run) few;
+  g_auto (SedpTestRun) few;
   spawn_sedp (&few, "model", "eval", path, "-i", files->pdata[0], "-o", outdir, NULL);
   assert_run (&few, 2, NULL, "takes 5 inputs, 1 given");
   g_autoptr (GPtrArray) argv2 = g_ptr_array_copy (argv, NULL, NULL);
-  argv2->pdata[5] = files->pdata[1]; /* slot_0 (int64) where dense (float) goes */
-  g_auto (Run) bad = {0};
-  CU_ASSERT_FATAL (g_spawn_sync (NULL, (char **) argv2->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                 &bad.out, &bad.err, &ws, NULL));
-  bad.status = WIFEXITED (ws) ? WEXITSTATUS (ws) : -1;
+  argv2->pdata[4] = files->pdata[1]; /* slot_0 (int64) where dense (float) goes */
+  g_auto (SedpTestRun) bad;
+  sedp_test_spawn_args (&bad, NULL, (const char *const *) argv2->pdata);
   assert_run (&bad, 1, NULL, "sedp model eval: ");
   CU_ASSERT_PTR_NOT_NULL (strstr (bad.err, "dense"));
 }
@@ -1371,10 +1311,10 @@ static void
 test_cli_bench (void)
 {
   g_autofree char *path = tmp_path ("cli-deepfm.onnx");
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, "model", "synth", "--arch", "deepfm", "-o", path, NULL);
   assert_run (&r, 0, NULL, NULL);
-  g_auto (Run) b;
+  g_auto (SedpTestRun) b;
   spawn_sedp (&b, "model", "bench", path, "--batch", "16", "--threads", "2", "--seconds", "0.2",
               NULL);
   assert_run (&b, 0, "RESULT rows_per_s=", NULL);
@@ -1384,21 +1324,6 @@ test_cli_bench (void)
 }
 
 /* ---- main ---- */
-
-static gboolean
-rm_rf (const char *path)
-{
-  GDir *dir = g_dir_open (path, 0, NULL);
-  if (dir) {
-    const char *name;
-    while ((name = g_dir_read_name (dir))) {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      rm_rf (child);
-    }
-    g_dir_close (dir);
-  }
-  return g_remove (path) == 0;
-}
 
 int
 main (void)
@@ -1437,7 +1362,7 @@ main (void)
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
     CU_add_test (s, tests[i].name, tests[i].fn);
   int status = sedp_test_run ();
-  rm_rf (tmpdir);
+  sedp_test_remove_tree (tmpdir);
   g_free (tmpdir);
   g_free (fixtures);
   return status;

@@ -2,6 +2,7 @@
  * protobuf request logs (length-delimited PredictRequests), format detection, replay through
  * data_reader, and corrupt logs. */
 #include "../runtime/runtime-helpers.h"
+#include "test-spawn.h"
 
 #include "io/protocol.h"
 #include "io/request-file.h"
@@ -334,9 +335,7 @@ static const char *pipeline_text =
 static void
 files_init (Files *f)
 {
-  g_autoptr (GError) error = NULL;
-  f->dir = g_dir_make_tmp ("sedp-requestlog-XXXXXX", &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (f->dir);
+  f->dir = sedp_test_make_tmp_dir ("sedp-requestlog-XXXXXX");
   f->run_jsonl = g_build_filename (f->dir, "run.jsonl", NULL);
   f->predict_jsonl = g_build_filename (f->dir, "predict.jsonl", NULL);
   f->log_pb = g_build_filename (f->dir, "requests.pb", NULL);
@@ -346,29 +345,20 @@ files_init (Files *f)
   g_autofree char *run = make_run_jsonl (f->run_jsonl);
   g_autofree char *predict = make_predict_jsonl ();
   f->log = make_log ();
-  CU_ASSERT_FATAL (g_file_set_contents (f->run_jsonl, run, -1, NULL));
-  CU_ASSERT_FATAL (g_file_set_contents (f->predict_jsonl, predict, -1, NULL));
-  CU_ASSERT_FATAL (g_file_set_contents (f->log_pb, (const char *) f->log->data, f->log->len, NULL));
-  CU_ASSERT_FATAL (g_file_set_contents (f->log_noext, (const char *) f->log->data, f->log->len, NULL));
-  CU_ASSERT_FATAL (g_file_set_contents (f->pipeline, pipeline_text, -1, NULL));
-  CU_ASSERT_FATAL (g_file_set_contents (f->passthrough,
-                                        "[pipeline]\n[stage reader]\nplugin = passthrough\n"
-                                        "scope = request\n", -1, NULL));
+  sedp_test_write_file (f->run_jsonl, run, -1);
+  sedp_test_write_file (f->predict_jsonl, predict, -1);
+  sedp_test_write_file (f->log_pb, f->log->data, f->log->len);
+  sedp_test_write_file (f->log_noext, f->log->data, f->log->len);
+  sedp_test_write_file (f->pipeline, pipeline_text, -1);
+  sedp_test_write_file (f->passthrough,
+                        "[pipeline]\n[stage reader]\nplugin = passthrough\nscope = request\n", -1);
 }
 
 /* Removes the folder and everything in it. */
 static void
 files_clear (Files *f)
 {
-  GDir *d = g_dir_open (f->dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name (d))) {
-    g_autofree char *p = g_build_filename (f->dir, name, NULL);
-    g_unlink (p);
-  }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (f->dir);
+  sedp_test_remove_tree (f->dir);
   g_free (f->dir);
   g_free (f->run_jsonl);
   g_free (f->predict_jsonl);
@@ -385,7 +375,7 @@ static char *
 scratch (Files *f, const char *name, const guint8 *data, gsize len)
 {
   char *path = g_build_filename (f->dir, name, NULL);
-  CU_ASSERT_FATAL (g_file_set_contents (path, (const char *) data, (gssize) len, NULL));
+  sedp_test_write_file (path, data, (gssize) len);
   return path;
 }
 
@@ -725,46 +715,12 @@ test_replay_invalid_request (void)
 
 /* ---- sedp run ------------------------------------------------------------------------------- */
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
 /* Runs sedp with the NULL-terminated arguments, standard input from @stdin_path (or none). */
-static void
-spawn_sedp (Run *r, const char *stdin_path, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (gpointer) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (l, "SEDP_PLUGIN_PATH", SEDP_TEST_PLUGIN_DIR, TRUE);
-  g_subprocess_launcher_setenv (l, "LC_ALL", "C", TRUE);
-  if (stdin_path)
-    g_subprocess_launcher_set_stdin_file_path (l, stdin_path);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata,
-                                                            &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
-  memset (r, 0, sizeof *r);
-  CU_ASSERT_FATAL (g_subprocess_communicate_utf8 (p, NULL, NULL, &r->out, &r->err, &error));
-  r->status = g_subprocess_get_if_exited (p) ? g_subprocess_get_exit_status (p) : -1;
-}
+#define spawn_sedp(r, stdin_path, ...)                                                           \
+  sedp_test_spawn ((r),                                                                          \
+                   &(const SedpTestSpawn){.plugin_path = SEDP_TEST_PLUGIN_DIR,                   \
+                                          .input_path = (stdin_path)},                           \
+                   __VA_ARGS__)
 
 static guint
 count (const char *text, const char *needle)
@@ -789,7 +745,7 @@ test_run_log (void)
 {
   g_auto (Files) f;
   files_init (&f);
-  g_auto (Run) json_run;
+  g_auto (SedpTestRun) json_run;
   spawn_sedp (&json_run, NULL, "run", "-q", f.pipeline, "--requests", f.predict_jsonl, NULL);
   ASSERT_RUN (json_run, 0, "");
   CU_ASSERT_EQUAL (count (json_run.out, "\n"), N_REQUESTS);
@@ -797,7 +753,7 @@ test_run_log (void)
   /* The log by name, by content and on standard input: the same lines but the default id. */
   const char *paths[] = {f.log_pb, f.log_noext, "-"};
   for (guint k = 0; k < G_N_ELEMENTS (paths); k++) {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, k == 2 ? f.log_pb : NULL, "run", f.pipeline, "--requests", paths[k], NULL);
     ASSERT_RUN (r, 0, "sedp run: 3 requests in ");
     CU_ASSERT_EQUAL (count (r.out, "\n"), N_REQUESTS);
@@ -812,7 +768,7 @@ test_run_log (void)
   }
   /* --requests-format */
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, NULL, "run", "-q", "--requests-format", "pb", f.pipeline, "-r", f.predict_jsonl,
                 NULL);
     g_autofree char *where = g_strdup_printf ("sedp run: %s: record 1 (byte 0): ", f.predict_jsonl);
@@ -820,13 +776,13 @@ test_run_log (void)
     CU_ASSERT_STRING_EQUAL (r.out, "");
   }
   {
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, NULL, "run", "--requests-format", "protobuf", f.pipeline, "-r", f.log_pb, NULL);
     ASSERT_RUN (r, 2, "--requests-format must be auto, jsonl, predict-jsonl or pb");
   }
   {
     /* The source stage must decode the payloads. */
-    g_auto (Run) r;
+    g_auto (SedpTestRun) r;
     spawn_sedp (&r, NULL, "run", f.passthrough, "-r", f.log_pb, NULL);
     ASSERT_RUN (r, 1, "its source stage 'reader' is plugin 'passthrough', not data_reader");
     CU_ASSERT_STRING_EQUAL (r.out, "");
@@ -842,7 +798,7 @@ run_corrupt (Files *f, const char *name, const guint8 *tail, gsize tail_len, gbo
   g_autoptr (GByteArray) log = n_good ? make_log () : g_byte_array_new ();
   g_byte_array_append (log, tail, (guint) tail_len);
   g_autofree char *path = scratch (f, name, log->data, log->len);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, on_stdin ? path : NULL, "run", f->pipeline, "--requests", on_stdin ? "-" : path,
               NULL);
   g_autofree char *where = n_good ? g_strdup_printf ("sedp run: %s: record %u (byte %u): %s",
@@ -878,7 +834,7 @@ test_run_corrupt_logs (void)
   run_corrupt (&f, "empty.pb", NULL, 0, FALSE, 0, "an empty request log (no records)");
   /* Text that is not JSON, read by content as a log: 't' (116) is the first length. */
   g_autofree char *path = scratch (&f, "text", text, sizeof text - 1);
-  g_auto (Run) r;
+  g_auto (SedpTestRun) r;
   spawn_sedp (&r, NULL, "run", f.pipeline, "--requests", path, NULL);
   g_autofree char *where = g_strdup_printf ("sedp run: %s: record 1 (byte 0): the length 116 runs "
                                             "past the end of the file (25 bytes left)", path);

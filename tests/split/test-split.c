@@ -8,64 +8,15 @@
 #include "cube-test.h"
 
 #include "nn/model.h"
+#include "test-spawn.h"
 
 #include <gio/gio.h>
 #include <math.h>
 
 #define HASH_HEX "00112233445566778899aabbccddeeff"
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
 /* Runs sedp with the NULL-terminated arguments. */
-static void
-sedp_run (Run *r, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (gpointer) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (
-    G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (l, "LC_ALL", "C", TRUE);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata,
-                                                            &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
-  memset (r, 0, sizeof *r);
-  CU_ASSERT_TRUE_FATAL (g_subprocess_communicate_utf8 (p, NULL, NULL, &r->out, &r->err, &error));
-  r->status = g_subprocess_get_if_exited (p) ? g_subprocess_get_exit_status (p) : -1;
-}
-
-#define ASSERT_EXIT(r, code)                                                                     \
-  do {                                                                                           \
-    if ((r).status != (code))                                                                    \
-      fprintf (stderr, "\n  exit status %d, expected %d; stdout:\n%s\nstderr:\n%s\n",             \
-               (r).status, (code), (r).out, (r).err);                                            \
-    CU_ASSERT_EQUAL ((r).status, (code));                                                        \
-  } while (0)
-
-#define ASSERT_CONTAINS(text, needle)                                                            \
-  do {                                                                                           \
-    if (strstr ((text), (needle)) == NULL)                                                       \
-      fprintf (stderr, "\n  output lacks '%s':\n%s\n", (needle), (text));                        \
-    CU_ASSERT_PTR_NOT_NULL (strstr ((text), (needle)));                                          \
-  } while (0)
+#define sedp_run(r, ...) sedp_test_spawn ((r), NULL, __VA_ARGS__)
 
 /* ---- building models ---- */
 
@@ -312,11 +263,11 @@ test_mixed_dims (void)
     g_autofree char *dense_path = g_strdup_printf ("%s/%s-dense.onnx", cube_tmp_root, tag);
     g_autofree char *cube_dir = g_strdup_printf ("%s/%s-cube", cube_tmp_root, tag);
     g_autofree char *cube_arg = g_strdup_printf ("%s/", cube_dir); /* a trailing slash is fine */
-    g_auto (Run) s;
+    g_auto (SedpTestRun) s;
     sedp_run (&s, "model", "split", path, "--dense", dense_path, "--cube", cube_arg,
               "--hash-key", HASH_HEX, NULL);
-    ASSERT_EXIT (s, 0);
-    ASSERT_CONTAINS (s.out, "into 4 cubes of dims 8, 4, 4, 1");
+    SEDP_ASSERT_EXIT (s, 0);
+    SEDP_ASSERT_CONTAINS (s.out, "into 4 cubes of dims 8, 4, 4, 1");
     g_autofree char *opt_d8 = g_strdup_printf ("cube = %s/d8; slots = 1=b; pooling = sum; "
                                                "hash_slot_ids = true; output_prefix = pooled_d8_\n",
                                                cube_dir);
@@ -329,10 +280,10 @@ test_mixed_dims (void)
     g_autofree char *opt_d1 = g_strdup_printf ("cube = %s/d1; slots = 0=a, 2=c; pooling = sum, "
                                                "mean; hash_slot_ids = true; output_prefix = "
                                                "pooled_d1_\n", cube_dir);
-    ASSERT_CONTAINS (s.out, opt_d8);
-    ASSERT_CONTAINS (s.out, opt_d4);
-    ASSERT_CONTAINS (s.out, opt_d4b);
-    ASSERT_CONTAINS (s.out, opt_d1);
+    SEDP_ASSERT_CONTAINS (s.out, opt_d8);
+    SEDP_ASSERT_CONTAINS (s.out, opt_d4);
+    SEDP_ASSERT_CONTAINS (s.out, opt_d4b);
+    SEDP_ASSERT_CONTAINS (s.out, opt_d1);
     g_autofree char *names = listing (cube_dir);
     CU_ASSERT_STRING_EQUAL (names, "d1,d4,d4b,d8");
     g_autofree char *d4 = g_build_filename (cube_dir, "d4", NULL);
@@ -407,14 +358,14 @@ test_one_dim_one_cube (void)
   sedp_nn_model_add_output (m, "y", SEDP_NN_FLOAT, 2, od, batch_param);
   g_autofree char *path = save (m, "one.onnx");
   g_autofree char *dense = tpath ("one-dense.onnx"), *dir = tpath ("one-cube");
-  g_auto (Run) s;
+  g_auto (SedpTestRun) s;
   sedp_run (&s, "model", "split", path, "--dense", dense, "--cube", dir, "--hash-key", HASH_HEX,
             NULL);
-  ASSERT_EXIT (s, 0);
-  ASSERT_CONTAINS (s.out, "2 tables (tu, tv), 16 rows of dim 3\n");
+  SEDP_ASSERT_EXIT (s, 0);
+  SEDP_ASSERT_CONTAINS (s.out, "2 tables (tu, tv), 16 rows of dim 3\n");
   g_autofree char *opt = g_strdup_printf ("cube_accessor options: cube = %s; slots = u, v; "
                                           "pooling = sum, sum; hash_slot_ids = true\n", dir);
-  ASSERT_CONTAINS (s.out, opt);
+  SEDP_ASSERT_CONTAINS (s.out, opt);
   g_autofree char *count = meta_get (dir, "count");
   CU_ASSERT_STRING_EQUAL (count, "16");
   g_autoptr (SedpNnModel) d = sedp_nn_model_load (dense, NULL);
@@ -438,11 +389,11 @@ expect_refusal (const char *tag, const char *model, const char *needle, gboolean
     CU_ASSERT_EQUAL (g_mkdir (dir, 0755), 0);
     CU_ASSERT_TRUE (g_file_set_contents (marker, "x", 1, NULL));
   }
-  g_auto (Run) s;
+  g_auto (SedpTestRun) s;
   sedp_run (&s, "model", "split", model, "--dense", dense, "--cube", dir, NULL);
-  ASSERT_EXIT (s, 1);
-  ASSERT_CONTAINS (s.err, "sedp model split: ");
-  ASSERT_CONTAINS (s.err, needle);
+  SEDP_ASSERT_EXIT (s, 1);
+  SEDP_ASSERT_CONTAINS (s.err, "sedp model split: ");
+  SEDP_ASSERT_CONTAINS (s.err, needle);
   /* One line. */
   CU_ASSERT_PTR_NOT_NULL (strchr (s.err, '\n'));
   CU_ASSERT_TRUE (strchr (s.err, '\n') == s.err + strlen (s.err) - 1);
@@ -585,28 +536,28 @@ test_failure_leaves_nothing (void)
   CU_ASSERT_EQUAL_FATAL (g_mkdir (work, 0755), 0);
   g_autofree char *dense = g_build_filename (work, "dense.onnx", NULL);
   g_autofree char *dir = g_build_filename (work, "cube", NULL);
-  g_auto (Run) s;
+  g_auto (SedpTestRun) s;
   sedp_run (&s, "model", "split", mixed, "--dense", dense, "--cube", dir, "--name", "bad name",
             NULL);
-  ASSERT_EXIT (s, 1);
-  ASSERT_CONTAINS (s.err, "bad cube name 'bad name.d8'");
+  SEDP_ASSERT_EXIT (s, 1);
+  SEDP_ASSERT_CONTAINS (s.err, "bad cube name 'bad name.d8'");
   g_autofree char *left = listing (work);
   CU_ASSERT_STRING_EQUAL (left, "");
   /* The same with one cube. */
   g_autofree char *good = small_model ("good2.onnx", 13, build_good);
-  g_auto (Run) t;
+  g_auto (SedpTestRun) t;
   sedp_run (&t, "model", "split", good, "--dense", dense, "--cube", dir, "--name", "bad name",
             NULL);
-  ASSERT_EXIT (t, 1);
-  ASSERT_CONTAINS (t.err, "bad cube name 'bad name'");
+  SEDP_ASSERT_EXIT (t, 1);
+  SEDP_ASSERT_CONTAINS (t.err, "bad cube name 'bad name'");
   g_autofree char *left2 = listing (work);
   CU_ASSERT_STRING_EQUAL (left2, "");
   /* A folder that cannot be created. */
   g_autofree char *deep = g_build_filename (work, "no", "such", "cube", NULL);
-  g_auto (Run) u;
+  g_auto (SedpTestRun) u;
   sedp_run (&u, "model", "split", mixed, "--dense", dense, "--cube", deep, NULL);
-  ASSERT_EXIT (u, 1);
-  ASSERT_CONTAINS (u.err, "cannot create a folder next to");
+  SEDP_ASSERT_EXIT (u, 1);
+  SEDP_ASSERT_CONTAINS (u.err, "cannot create a folder next to");
   g_autofree char *left3 = listing (work);
   CU_ASSERT_STRING_EQUAL (left3, "");
 }
