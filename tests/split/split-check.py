@@ -15,69 +15,16 @@ import subprocess
 import sys
 import zlib
 
+# The TensorProto writer and reader of the CTR example's generator (standard library only); no
+# __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                "examples", "ctr"))
+from gen import read_float_tensor, tensor_proto  # noqa: E402
+
 HASH_KEY = "000102030405060708090a0b0c0d0e0f"
 N_REQUESTS, N_ITEMS = 3, 7  # 21 rows, frames of 4: several frames and a partial one
 TOLERANCE = 1e-5
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
-def tensor_proto(name, dims, data_type, raw):
-    """A TensorProto: dims (1), data_type (2), name (8), raw_data (9)."""
-    msg = bytearray()
-    for d in dims:
-        msg += varint(1 << 3 | 0) + varint(d)
-    msg += varint(2 << 3 | 0) + varint(data_type)
-    nb = name.encode()
-    msg += varint(8 << 3 | 2) + varint(len(nb)) + nb
-    msg += varint(9 << 3 | 2) + varint(len(raw)) + raw
-    return bytes(msg)
-
-
-def read_varint(buf, pos):
-    n = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, pos
-
-
-def read_float_tensor(path):
-    """The float values of a TensorProto file (raw_data or float_data)."""
-    buf = open(path, "rb").read()
-    pos, values = 0, []
-    while pos < len(buf):
-        key, pos = read_varint(buf, pos)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, pos = read_varint(buf, pos)
-        elif wire == 5:
-            if field == 4:
-                values.append(struct.unpack_from("<f", buf, pos)[0])
-            pos += 4
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            n, pos = read_varint(buf, pos)
-            if field == 9:
-                values = list(struct.unpack_from("<%df" % (n // 4), buf, pos))
-            elif field == 4:
-                values += list(struct.unpack_from("<%df" % (n // 4), buf, pos))
-            pos += n
-        else:
-            raise ValueError("%s: bad wire type %d" % (path, wire))
-    return values
 
 
 def run(argv, **kw):
