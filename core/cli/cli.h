@@ -5,6 +5,8 @@
 #include "../io/request-file.h"
 #include "../runtime/pipeline.h"
 
+#include <signal.h>
+
 /* Each subcommand gets its arguments without the program name: argv[0] is the subcommand. It
  * returns the process exit status. */
 int sedp_cmd_bench (int argc, char **argv);
@@ -21,6 +23,15 @@ void sedp_cli_error (const char *subcommand, const char *message);
 /* Parses @argv with @entries; prints the error and returns FALSE on bad options. */
 gboolean sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
                          const GOptionEntry *entries, int *argc, char ***argv);
+
+/* The signal that interrupted a long command (sedp cube build, sedp model split), 0 while none
+ * did: set once sedp_cli_catch_signals (TRUE) is on. */
+extern volatile sig_atomic_t sedp_cli_interrupted;
+
+/* @on: SIGINT, SIGTERM and SIGHUP no longer end the process but set sedp_cli_interrupted (reset
+ * to 0 here), so that the command stops cleanly and removes its temporary files. No SA_RESTART: a
+ * blocked read returns, and the command's loop sees the flag. !@on: the default actions back. */
+void sedp_cli_catch_signals (gboolean on);
 
 /* A subcommand of a command group (sedp model …, sedp cube …). */
 typedef struct {

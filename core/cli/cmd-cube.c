@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,28 +117,6 @@ print_values (const char *key, const float *v, guint dim)
 }
 
 /* ---- build ---- */
-
-static volatile sig_atomic_t interrupted;
-
-static void
-on_signal (int sig)
-{
-  interrupted = sig;
-}
-
-/* SIGINT, SIGTERM and SIGHUP stop the build cleanly (the temporary folder removed). No
- * SA_RESTART: a blocked read returns, and the loop sees the flag. */
-static void
-catch_signals (gboolean on)
-{
-  struct sigaction sa;
-  memset (&sa, 0, sizeof sa);
-  sa.sa_handler = on ? on_signal : SIG_DFL;
-  sigemptyset (&sa.sa_mask);
-  sigaction (SIGINT, &sa, NULL);
-  sigaction (SIGTERM, &sa, NULL);
-  sigaction (SIGHUP, &sa, NULL);
-}
 
 /* Parses "KEY<TAB>v1,v2,…" into @key and @values (dim of them); FALSE with a message. */
 static gboolean
@@ -270,8 +247,7 @@ cmd_build (int argc, char **argv)
     return 1;
   }
 
-  interrupted = 0;
-  catch_signals (TRUE);
+  sedp_cli_catch_signals (TRUE);
   int status = 0;
   char *line = NULL;
   size_t cap = 0;
@@ -281,7 +257,7 @@ cmd_build (int argc, char **argv)
   for (;;) {
     errno = 0;
     ssize_t len = getline (&line, &cap, in);
-    if (interrupted)
+    if (sedp_cli_interrupted)
       break;
     if (len < 0) {
       if (ferror (in)) {
@@ -341,16 +317,16 @@ cmd_build (int argc, char **argv)
   free (line);
   if (!from_stdin)
     fclose (in);
-  if (interrupted && status == 0) {
+  if (sedp_cli_interrupted && status == 0) {
     g_autofree char *msg = g_strdup_printf ("interrupted (signal %d) at %s:%" G_GUINT64_FORMAT
-                                            "; nothing was written", (int) interrupted, shown,
-                                            lineno);
+                                            "; nothing was written",
+                                            (int) sedp_cli_interrupted, shown, lineno);
     sedp_cli_error ("cube build", msg);
     status = 130;
   }
   if (status != 0) {
     sedp_cube_builder_abort (b);
-    catch_signals (FALSE);
+    sedp_cli_catch_signals (FALSE);
     return status;
   }
   guint64 count = sedp_cube_builder_get_count (b);
@@ -358,7 +334,7 @@ cmd_build (int argc, char **argv)
     fprintf (stderr, "sedp cube build: %" G_GUINT64_FORMAT " keys read; writing the index\n",
              count);
   gboolean ok = sedp_cube_builder_finish (b, &error);
-  catch_signals (FALSE);
+  sedp_cli_catch_signals (FALSE);
   if (!ok) {
     sedp_cli_error ("cube build", error->message);
     return 1;

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,27 +557,6 @@ split_dense (SedpNnModel *m, GArray *lookups, guint n_groups, gboolean *removed,
 
 /* ---- the cubes ---- */
 
-static volatile sig_atomic_t interrupted;
-
-static void
-on_signal (int sig)
-{
-  interrupted = sig;
-}
-
-/* SIGINT, SIGTERM and SIGHUP stop the split cleanly (temporary files removed). */
-static void
-catch_signals (gboolean on)
-{
-  struct sigaction sa;
-  memset (&sa, 0, sizeof sa);
-  sa.sa_handler = on ? on_signal : SIG_DFL;
-  sigemptyset (&sa.sa_mask);
-  sigaction (SIGINT, &sa, NULL);
-  sigaction (SIGTERM, &sa, NULL);
-  sigaction (SIGHUP, &sa, NULL);
-}
-
 /* Removes @path: a file, or a folder of files and folders of files (a cube, or a folder of
  * cubes). */
 static void
@@ -614,10 +592,10 @@ build_cube (const Group *gr, GArray *lookups, const char *dir, const char *name,
     const Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
     const float *data = l->table->data;
     for (gint64 r = 0; r < l->table->dims[0]; r++) {
-      if (interrupted) {
+      if (sedp_cli_interrupted) {
         sedp_cube_builder_abort (b);
         g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_IO,
-                     "interrupted (signal %d); nothing was written", (int) interrupted);
+                     "interrupted (signal %d); nothing was written", (int) sedp_cli_interrupted);
         return FALSE;
       }
       GError *e = NULL;
@@ -852,8 +830,7 @@ sedp_cmd_model_split (int argc, char **argv)
   }
 
   /* The dense model next to its place, then the cubes, then the dense model renamed. */
-  interrupted = 0;
-  catch_signals (TRUE);
+  sedp_cli_catch_signals (TRUE);
   g_autofree char *tmp = g_strdup_printf ("%s.tmp-XXXXXX", dense_path);
   int fd = g_mkstemp (tmp);
   if (fd < 0) {
@@ -861,17 +838,17 @@ sedp_cmd_model_split (int argc, char **argv)
     g_autofree char *msg = g_strdup_printf ("cannot write next to %s: %s", dense_path,
                                             g_strerror (e));
     sedp_cli_error (SUB, msg);
-    catch_signals (FALSE);
+    sedp_cli_catch_signals (FALSE);
     return 1;
   }
   close (fd);
   gboolean ok = sedp_nn_model_save (dense, tmp, &error) &&
                 build_cubes (groups, lookups, cube_dir, name, key, block_size, &error);
-  catch_signals (FALSE);
+  sedp_cli_catch_signals (FALSE);
   if (!ok) {
     sedp_cli_error (SUB, error->message);
     g_unlink (tmp);
-    return interrupted ? 130 : 1;
+    return sedp_cli_interrupted ? 130 : 1;
   }
   if (g_rename (tmp, dense_path) != 0) {
     int e = errno;

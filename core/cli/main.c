@@ -27,6 +27,28 @@ sedp_cli_error (const char *subcommand, const char *message)
   fprintf (stderr, "sedp %s: %s\n", subcommand, message);
 }
 
+volatile sig_atomic_t sedp_cli_interrupted;
+
+static void
+on_signal (int sig)
+{
+  sedp_cli_interrupted = sig;
+}
+
+void
+sedp_cli_catch_signals (gboolean on)
+{
+  if (on)
+    sedp_cli_interrupted = 0;
+  struct sigaction sa;
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on ? on_signal : SIG_DFL;
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGHUP, &sa, NULL);
+}
+
 gboolean
 sedp_cli_parse (const char *subcommand, const char *params, const char *summary,
                 const GOptionEntry *entries, int *argc, char ***argv)
