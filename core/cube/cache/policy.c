@@ -21,6 +21,10 @@ typedef struct {
 
 enum { SEG_WINDOW = 1, SEG_PROBATION, SEG_PROTECTED };
 
+/* W-TinyLFU: a protected node hit since it last came to the segment's front (second chance). */
+#define REF 0x100u
+#define SEG(p, n) (AUX (p, n) & 0xffu)
+
 /* LFU: the keys of one frequency, most recent first; buckets in ascending frequency. */
 typedef struct {
   guint32 freq;
@@ -476,7 +480,7 @@ lru_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, 
 static inline List *
 segment (SedpCachePolicy *p, guint32 n)
 {
-  return AUX (p, n) == SEG_WINDOW ? &p->lru : AUX (p, n) == SEG_PROBATION ? &p->probation : &p->protected_;
+  return SEG (p, n) == SEG_WINDOW ? &p->lru : SEG (p, n) == SEG_PROBATION ? &p->probation : &p->protected_;
 }
 
 /* Evicts node @v from the segment it is in. */
@@ -489,18 +493,34 @@ tiny_evict (SedpCachePolicy *p, guint32 v, guint64 *evicted, gboolean *has_evict
   node_free (p, v);
 }
 
+/* The protected segment is an LRU list with second chance (CLOCK): a hit only marks the node
+ * (REF), which costs no list move, so a hit touches one node rather than three; the node is
+ * moved to the front when it reaches the tail marked. This is the segment's least recent key
+ * that was not hit since it last came to the front. */
+static guint32
+protected_tail (SedpCachePolicy *p)
+{
+  for (;;) {
+    guint32 t = p->protected_.tail;
+    if (t == NIL || !(AUX (p, t) & REF))
+      return t;
+    AUX (p, t) = SEG_PROTECTED;
+    list_to_front (p, &p->protected_, t);
+  }
+}
+
 /* The main space's victim: probation's least recent, else protected's. */
 static guint32
 tiny_main_victim (SedpCachePolicy *p)
 {
-  return p->probation.tail != NIL ? p->probation.tail : p->protected_.tail;
+  return p->probation.tail != NIL ? p->probation.tail : protected_tail (p);
 }
 
 /* A hit on node @n (its access already counted in the sketch). */
 static void
 tiny_hit (SedpCachePolicy *p, guint32 n)
 {
-  switch (AUX (p, n)) {
+  switch (SEG (p, n)) {
   case SEG_WINDOW:
     list_to_front (p, &p->lru, n);
     break;
@@ -509,14 +529,14 @@ tiny_hit (SedpCachePolicy *p, guint32 n)
     list_push_front (p, &p->protected_, n);
     AUX (p, n) = SEG_PROTECTED;
     if (p->protected_.len > p->protected_cap) {
-      guint32 d = p->protected_.tail;
+      guint32 d = protected_tail (p);
       list_remove (p, &p->protected_, d);
       list_push_front (p, &p->probation, d);
       AUX (p, d) = SEG_PROBATION;
     }
     break;
   default:
-    list_to_front (p, &p->protected_, n);
+    AUX (p, n) |= REF;
   }
 }
 
@@ -745,6 +765,8 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
         if (sl[i] == NIL)
           continue;
         const Node *nd = &p->nodes[sl[i]];
+        if (tiny && (nd->aux & 0xffu) == SEG_PROTECTED)
+          continue; /* a mark, no move */
         if (nd->prev != NIL)
           __builtin_prefetch (&p->nodes[nd->prev], 1);
         if (nd->next != NIL)
