@@ -21,9 +21,11 @@ typedef struct {
 
 enum { SEG_WINDOW = 1, SEG_PROBATION, SEG_PROTECTED };
 
-/* W-TinyLFU: a protected node hit since it last came to the segment's front (second chance). */
+/* W-TinyLFU: a node's segment is also its index entry's tag, so that a hit reads it from the
+ * entry it found, with REF: a protected node hit since it last came to the segment's front
+ * (second chance). */
 #define REF 0x100u
-#define SEG(p, n) (AUX (p, n) & 0xffu)
+#define SEG(p, n) (AUX (p, n))
 
 /* LFU: the keys of one frequency, most recent first; buckets in ascending frequency. */
 typedef struct {
@@ -186,7 +188,7 @@ sketch_init (Sketch *s, guint64 capacity, const SedpCachePolicyParams *params)
   guint64 counters = 4 * sedp_pow2_at_least (MAX ((guint64) ((double) capacity * params->sketch_factor), 64));
   s->words = counters / 16;
   s->block_mask = s->words / 8 - 1;
-  s->table = g_aligned_alloc0 (s->words, sizeof (guint64), 64);
+  s->table = sedp_table_alloc (s->words * sizeof (guint64), TRUE);
   s->sample = MAX ((guint64) ((double) capacity * params->sample_factor), 16);
   s->additions = 0;
   if (params->doorkeeper) {
@@ -199,7 +201,7 @@ sketch_init (Sketch *s, guint64 capacity, const SedpCachePolicyParams *params)
 static void
 sketch_clear (Sketch *s)
 {
-  g_clear_pointer (&s->table, g_aligned_free);
+  g_clear_pointer (&s->table, sedp_table_free);
   g_clear_pointer (&s->door, g_free);
 }
 
@@ -493,18 +495,36 @@ tiny_evict (SedpCachePolicy *p, guint32 v, guint64 *evicted, gboolean *has_evict
   node_free (p, v);
 }
 
-/* The protected segment is an LRU list with second chance (CLOCK): a hit only marks the node
- * (REF), which costs no list move, so a hit touches one node rather than three; the node is
- * moved to the front when it reaches the tail marked. This is the segment's least recent key
- * that was not hit since it last came to the front. */
+/* Node @n's index entry. */
+static inline SedpIndexSlot *
+node_entry (SedpCachePolicy *p, guint32 n)
+{
+  return sedp_index_find (&p->index, p->keys[n]);
+}
+
+/* Puts node @n (entry @e, or NULL to look it up) in segment @seg (no list change). */
+static inline void
+set_seg (SedpCachePolicy *p, guint32 n, SedpIndexSlot *e, guint32 seg)
+{
+  AUX (p, n) = seg;
+  (e ? e : node_entry (p, n))->tag = seg;
+}
+
+/* The protected segment is an LRU list with second chance (CLOCK): a hit only marks the key's
+ * index entry (REF), which costs no list move, so a protected hit touches neither its node nor
+ * its neighbours; a marked node that reaches the tail is moved to the front and unmarked. This
+ * returns the segment's least recent key not hit since it last came to the front. */
 static guint32
 protected_tail (SedpCachePolicy *p)
 {
   for (;;) {
     guint32 t = p->protected_.tail;
-    if (t == NIL || !(AUX (p, t) & REF))
+    if (t == NIL)
       return t;
-    AUX (p, t) = SEG_PROTECTED;
+    SedpIndexSlot *e = node_entry (p, t);
+    if (!(e->tag & REF))
+      return t;
+    e->tag = SEG_PROTECTED;
     list_to_front (p, &p->protected_, t);
   }
 }
@@ -516,27 +536,28 @@ tiny_main_victim (SedpCachePolicy *p)
   return p->probation.tail != NIL ? p->probation.tail : protected_tail (p);
 }
 
-/* A hit on node @n (its access already counted in the sketch). */
-static void
-tiny_hit (SedpCachePolicy *p, guint32 n)
+/* A hit on the key of index entry @e (its access already counted in the sketch). */
+static inline void
+tiny_hit (SedpCachePolicy *p, SedpIndexSlot *e)
 {
-  switch (SEG (p, n)) {
+  guint32 n = e->value;
+  switch (e->tag & 0xffu) {
   case SEG_WINDOW:
     list_to_front (p, &p->lru, n);
     break;
   case SEG_PROBATION:
     list_remove (p, &p->probation, n);
     list_push_front (p, &p->protected_, n);
-    AUX (p, n) = SEG_PROTECTED;
+    set_seg (p, n, e, SEG_PROTECTED);
     if (p->protected_.len > p->protected_cap) {
-      guint32 d = protected_tail (p);
+      guint32 d = protected_tail (p); /* (no index change: @e stays valid) */
       list_remove (p, &p->protected_, d);
       list_push_front (p, &p->probation, d);
-      AUX (p, d) = SEG_PROBATION;
+      set_seg (p, d, NULL, SEG_PROBATION);
     }
     break;
   default:
-    AUX (p, n) |= REF;
+    e->tag |= REF;
   }
 }
 
@@ -545,12 +566,13 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
              gboolean *has_evicted)
 {
   sketch_increment (&p->sketch, key);
-  guint32 n = sedp_index_get (&p->index, key);
-  if (n != NIL) {
-    tiny_hit (p, n);
-    *slot = n;
+  SedpIndexSlot *e = sedp_index_find (&p->index, key);
+  if (e) {
+    tiny_hit (p, e);
+    *slot = e->value;
     return TRUE;
   }
+  guint32 n;
   if (p->size == p->cap) {
     if (p->main_cap == 0) {
       tiny_evict (p, p->lru.tail, evicted, has_evicted);
@@ -565,7 +587,7 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
         tiny_evict (p, v, evicted, has_evicted);
         list_remove (p, &p->lru, c);
         list_push_front (p, &p->probation, c);
-        AUX (p, c) = SEG_PROBATION;
+        set_seg (p, c, NULL, SEG_PROBATION);
       } else {
         tiny_evict (p, c, evicted, has_evicted);
       }
@@ -573,13 +595,13 @@ tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted,
   }
   n = node_alloc (p, key);
   list_push_front (p, &p->lru, n);
-  AUX (p, n) = SEG_WINDOW;
+  set_seg (p, n, NULL, SEG_WINDOW);
   if (p->lru.len > p->window_cap) {
     /* Filling up: the window overflows into the main space, which has room. */
     guint32 c = p->lru.tail;
     list_remove (p, &p->lru, c);
     list_push_front (p, &p->probation, c);
-    AUX (p, c) = SEG_PROBATION;
+    set_seg (p, c, NULL, SEG_PROBATION);
   }
   *admitted = TRUE;
   *slot = n;
@@ -604,7 +626,7 @@ sedp_cache_policy_new_full (SedpCachePolicyKind kind, guint64 capacity,
   p->cap = (guint32) capacity;
   guint32 alloc = MAX (p->cap, 1);
   p->keys = g_new (guint64, alloc);
-  p->nodes = g_aligned_alloc0 (alloc, sizeof (Node), 64);
+  p->nodes = sedp_table_alloc (alloc * sizeof (Node), TRUE);
   for (guint32 i = 0; i < alloc; i++)
     NEXT (p, i) = i + 1 < p->cap ? i + 1 : NIL;
   p->free_head = p->cap ? 0 : NIL;
@@ -647,7 +669,7 @@ sedp_cache_policy_free (SedpCachePolicy *p)
   if (p == NULL)
     return;
   g_free (p->keys);
-  g_aligned_free (p->nodes);
+  sedp_table_free (p->nodes);
   g_free (p->buckets);
   sketch_clear (&p->sketch);
   sedp_index_clear (&p->index);
@@ -696,9 +718,10 @@ sedp_cache_policy_access (SedpCachePolicy *p, guint64 key, gboolean *admitted, g
 guint32
 sedp_cache_policy_hit (SedpCachePolicy *p, guint64 key)
 {
-  guint32 n = sedp_index_get (&p->index, key);
-  if (n == NIL)
+  SedpIndexSlot *e = sedp_index_find (&p->index, key);
+  if (e == NULL)
     return SEDP_CACHE_NO_SLOT;
+  guint32 n = e->value;
   /* Resident: the access is a hit, which never admits or evicts. */
   if (p->kind == SEDP_CACHE_LRU) {
     lru_hit (p, n);
@@ -706,7 +729,7 @@ sedp_cache_policy_hit (SedpCachePolicy *p, guint64 key)
     lfu_hit (p, n);
   } else {
     sketch_increment (&p->sketch, key);
-    tiny_hit (p, n);
+    tiny_hit (p, e);
   }
   return n;
 }
@@ -728,6 +751,7 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
                             guint32 *slots, const void *values, gsize value_bytes)
 {
   guint64 ih[HIT_CHUNK], sh[HIT_CHUNK];
+  SedpIndexSlot *ent[HIT_CHUNK];
   const gboolean tiny = p->kind == SEDP_CACHE_TINYLFU;
   const char *vbase = values;
   guint hits = 0;
@@ -745,13 +769,15 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
         __builtin_prefetch (sketch_block (&p->sketch, sh[i]));
       }
     }
-    /* 2. Look the keys up; prefetch the nodes and the values. */
+    /* 2. Look the keys up; prefetch the nodes a hit will relink (for W-TinyLFU, not a protected
+     * one's: its hit is a mark in the index entry) and the values. */
     for (guint i = 0; i < m; i++) {
-      guint32 s = sedp_index_get_hashed (&p->index, KEY (i), ih[i]);
-      sl[i] = s;
+      SedpIndexSlot *e = ent[i] = sedp_index_find_hashed (&p->index, KEY (i), ih[i]);
+      guint32 s = sl[i] = e ? e->value : NIL;
       if (s == NIL)
         continue;
-      __builtin_prefetch (&p->nodes[s]);
+      if (!tiny || (e->tag & 0xffu) != SEG_PROTECTED)
+        __builtin_prefetch (&p->nodes[s]);
       if (vbase) {
         const char *v = vbase + (gsize) s * value_bytes;
         for (gsize off = 0; off < value_bytes; off += 64)
@@ -762,11 +788,9 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
     /* 3. Prefetch the list neighbours a hit will relink. */
     if (p->kind != SEDP_CACHE_LFU) {
       for (guint i = 0; i < m; i++) {
-        if (sl[i] == NIL)
+        if (sl[i] == NIL || (tiny && (ent[i]->tag & 0xffu) == SEG_PROTECTED))
           continue;
         const Node *nd = &p->nodes[sl[i]];
-        if (tiny && (nd->aux & 0xffu) == SEG_PROTECTED)
-          continue; /* a mark, no move */
         if (nd->prev != NIL)
           __builtin_prefetch (&p->nodes[nd->prev], 1);
         if (nd->next != NIL)
@@ -781,7 +805,7 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
       hits++;
       if (tiny) {
         sketch_increment_hash (&p->sketch, sh[i]);
-        tiny_hit (p, s);
+        tiny_hit (p, ent[i]);
       } else if (p->kind == SEDP_CACHE_LRU) {
         lru_hit (p, s);
       } else {
