@@ -61,10 +61,12 @@ static const SedpCubeSourceClass cached_class;
 
 #define COUNT(s, field, v) __atomic_fetch_add (&(s)->c.field, (v), __ATOMIC_RELAXED)
 
+/* Fibonacci hashing: the top bits of a multiplication by 2^64 / φ (one multiply a key; the
+ * policies hash keys on their own, with a different function, inside the shard). */
 static inline guint
 shard_of (const CachedSource *s, guint64 key)
 {
-  return s->shard_shift >= 64 ? 0 : (guint) (sedp_mix64 (key ^ 0x5851F42D4C957F2Dull) >> s->shard_shift);
+  return s->shard_shift >= 64 ? 0 : (guint) ((key * 0x9E3779B97F4A7C15ull) >> s->shard_shift);
 }
 
 /* ---- the disk tier's file ---- */
@@ -173,24 +175,25 @@ order_by_shard (const CachedSource *s, const guint64 *keys, guint n, guint *out,
     return NULL;
   }
   memset (start, 0, sizeof (guint) * (s->n_shards + 1));
-  /* Each key's shard, computed once (kept in @out until the positions replace them). */
+  /* Each key's shard, hashed once. */
+  g_autofree guint16 *heap = n > 4096 ? g_new (guint16, n) : NULL;
+  guint16 small[heap ? 1 : MAX (n, 1)];
+  guint16 *sd = heap ? heap : small;
   for (guint i = 0; i < n; i++) {
-    out[i] = shard_of (s, keys[i]);
-    start[out[i] + 1]++;
+    sd[i] = (guint16) shard_of (s, keys[i]);
+    start[sd[i] + 1]++;
   }
   for (guint k = 0; k < s->n_shards; k++)
     start[k + 1] += start[k];
   guint fill[s->n_shards];
   memcpy (fill, start, sizeof fill);
-  g_autofree guint8 *shard = n > 4096 ? g_new (guint8, n) : NULL;
-  guint8 small[shard ? 1 : MAX (n, 1)];
-  guint8 *sd = shard ? shard : small;
-  for (guint i = 0; i < n; i++)
-    sd[i] = (guint8) out[i];
   for (guint i = 0; i < n; i++)
     out[fill[sd[i]]++] = i;
   return out;
 }
+
+/* Keys looked up in the memory tier at a time (hits recorded, then their values copied). */
+#define MEM_CHUNK 128
 
 /* The position a sorted index stands for. */
 #define AT(order, i) ((order) ? (order)[i] : (i))
@@ -245,22 +248,25 @@ cached_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float *out,
     guint32 *sl = slots + start[k];
     const float *values = sh->mem_values;
     const gsize vb = s->value_bytes;
-    /* The policy hashes the shard's keys once, prefetches what each hit touches (index entry,
+    /* In chunks: the policy hashes the keys once, prefetches what each hit touches (index entry,
      * sketch block, node, list neighbours, value) a pass ahead, and records the hits; then the
-     * values are copied out. */
+     * chunk's values, still in the L1 cache, are copied out. */
     g_mutex_lock (&sh->mem_lock);
-    guint hits = sedp_cache_policy_hit_many (sh->mem, keys, ord, len, sl, values, vb);
-    for (guint i = 0; i < len; i++) {
-      guint p = AT (ord, i);
-      if (sl[i] == SEDP_CACHE_NO_SLOT) {
-        miss[n_miss++] = p;
-        continue;
+    for (guint c = 0; c < len; c += MEM_CHUNK) {
+      guint m = MIN (MEM_CHUNK, len - c);
+      answered += sedp_cache_policy_hit_many (sh->mem, ord ? keys : keys + c, ord ? ord + c : NULL, m, sl + c,
+                                              values, vb);
+      for (guint i = c; i < c + m; i++) {
+        guint p = AT (ord, i);
+        if (sl[i] == SEDP_CACHE_NO_SLOT) {
+          miss[n_miss++] = p;
+          continue;
+        }
+        copy_value (out + (gsize) p * dim, values + (gsize) sl[i] * dim, vb);
+        found[p] = 1;
       }
-      copy_value (out + (gsize) p * dim, values + (gsize) sl[i] * dim, vb);
-      found[p] = 1;
     }
     g_mutex_unlock (&sh->mem_lock);
-    answered += hits;
   }
   COUNT (s, mem_hits, (guint64) answered);
   COUNT (s, mem_misses, n_miss);
@@ -494,7 +500,7 @@ cached_free (SedpCubeSource *source)
     Shard *sh = &s->shards[k];
     sedp_cache_policy_free (sh->mem);
     sedp_cache_policy_free (sh->disk);
-    g_aligned_free (sh->mem_values);
+    sedp_table_free (sh->mem_values);
     g_free (sh->disk_gen);
     g_mutex_clear (&sh->mem_lock);
     g_mutex_clear (&sh->disk_lock);
@@ -586,7 +592,7 @@ sedp_cube_source_new_cached_sharded (SedpCubeSource *remote, const SedpCubeCache
     guint64 mem = share (s->memory_entries, shards, k);
     sh->mem = sedp_cache_policy_new (kind, mem);
     /* Aligned, so that a value of 64 bytes (dim 16) is one cache line. */
-    sh->mem_values = g_aligned_alloc (MAX (mem, 1) * remote->dim, sizeof (float), 64);
+    sh->mem_values = sedp_table_alloc (MAX (mem, 1) * remote->dim * sizeof (float), FALSE);
     if (s->disk_entries > 0) {
       guint64 disk = share (s->disk_entries, shards, k);
       sh->disk = sedp_cache_policy_new (kind, disk);
