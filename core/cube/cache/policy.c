@@ -277,26 +277,30 @@ sketch_reset (Sketch *s)
   s->additions /= 2;
 }
 
+/* Counts one access in block @b (no doorkeeper, no sample period). */
+static inline void
+sketch_count (guint64 *b, guint64 h)
+{
+  guint v[4], m = 15;
+  for (guint r = 0; r < 4; r++) {
+    v[r] = (guint) (b[sketch_word (h, r)] >> sketch_shift (h, r)) & 15;
+    m = MIN (m, v[r]);
+  }
+  if (m == 15)
+    return;
+  /* Conservative update: raise only the counters at the minimum. */
+  for (guint r = 0; r < 4; r++)
+    if (v[r] == m)
+      b[sketch_word (h, r)] += 1ull << sketch_shift (h, r);
+}
+
 static inline void
 sketch_increment_hash (Sketch *s, guint64 h)
 {
-  if (s->door && !door_test (s, h)) {
+  if (s->door && !door_test (s, h))
     door_set (s, h);
-  } else {
-    guint64 *b = sketch_block (s, h);
-    guint v[4], m = 15;
-    for (guint r = 0; r < 4; r++) {
-      v[r] = (guint) (b[sketch_word (h, r)] >> sketch_shift (h, r)) & 15;
-      m = MIN (m, v[r]);
-    }
-    if (m == 15)
-      goto counted;
-    /* Conservative update: raise only the counters at the minimum. */
-    for (guint r = 0; r < 4; r++)
-      if (v[r] == m)
-        b[sketch_word (h, r)] += 1ull << sketch_shift (h, r);
-  }
-counted:
+  else
+    sketch_count (sketch_block (s, h), h);
   if (G_UNLIKELY (++s->additions >= s->sample))
     sketch_reset (s);
 }
@@ -771,18 +775,21 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
     }
     /* 2. Look the keys up; prefetch the nodes a hit will relink (for W-TinyLFU, not a protected
      * one's: its hit is a mark in the index entry) and the values. */
+    guint found = 0;
     for (guint i = 0; i < m; i++) {
       SedpIndexSlot *e = ent[i] = sedp_index_find_hashed (&p->index, KEY (i), ih[i]);
       guint32 s = sl[i] = e ? e->value : NIL;
       if (s == NIL)
         continue;
+      found++;
       if (!tiny || (e->tag & 0xffu) != SEG_PROTECTED)
         __builtin_prefetch (&p->nodes[s]);
       if (vbase) {
         const char *v = vbase + (gsize) s * value_bytes;
         for (gsize off = 0; off < value_bytes; off += 64)
           __builtin_prefetch (v + off);
-        __builtin_prefetch (v + value_bytes - 1);
+        if (value_bytes % 64) /* (else the values are whole lines: the caches align them) */
+          __builtin_prefetch (v + value_bytes - 1);
       }
     }
     /* 3. Prefetch the list neighbours a hit will relink. */
@@ -798,11 +805,24 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
       }
     }
     /* 4. Record the hits, in order. */
+    hits += found;
+    Sketch *sk = &p->sketch;
+    if (tiny && sk->door == NULL && sk->additions + found < sk->sample) {
+      /* No halving in this chunk: the sketch's fields in registers, its count added once. */
+      guint64 *table = sk->table, bmask = sk->block_mask;
+      for (guint i = 0; i < m; i++) {
+        if (sl[i] == NIL)
+          continue;
+        sketch_count (table + (sh[i] & bmask) * 8, sh[i]);
+        tiny_hit (p, ent[i]);
+      }
+      sk->additions += found;
+      continue;
+    }
     for (guint i = 0; i < m; i++) {
       guint32 s = sl[i];
       if (s == NIL)
         continue;
-      hits++;
       if (tiny) {
         sketch_increment_hash (&p->sketch, sh[i]);
         tiny_hit (p, ent[i]);
