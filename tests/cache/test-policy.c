@@ -432,9 +432,10 @@ test_belady_long_trace (void)
   g_free (t);
 }
 
-/* W-TinyLFU's sketch is blocked: a key's 4 counters lie in one 64-byte block (8 words, 8-aligned),
- * counter r in word 2r or 2r+1 of it; its estimates never undercount, are exact while few keys
- * share the sketch, saturate at 15 and halve after the sample period. */
+/* W-TinyLFU's sketch is blocked: a key's counters 0 and 1 lie in one 64-byte block (8 words,
+ * 8-aligned), counters 2 and 3 in another, counter r in words 4 (r & 1) to 4 (r & 1) + 3 of its
+ * block; its estimates never undercount, are exact while few keys share the sketch, saturate at
+ * 15 and halve after the sample period. */
 static void
 test_sketch_blocks (void)
 {
@@ -446,8 +447,8 @@ test_sketch_blocks (void)
     guint shift[4];
     sedp_cache_policy_sketch_cells (p, key * 0x9E3779B97F4A7C15ull, word, shift);
     for (guint r = 0; r < 4; r++) {
-      bad += word[r] / 8 != word[0] / 8;   /* one block */
-      bad += word[r] % 8 / 2 != r;         /* row r's two words */
+      bad += word[r] / 8 != word[r & 2] / 8; /* two blocks */
+      bad += word[r] % 8 / 4 != (r & 1);     /* row r's four words */
       bad += shift[r] % 4 != 0 || shift[r] > 60;
     }
     blocks_seen[word[0] / 8 % 64] = 1;
