@@ -63,7 +63,7 @@ SEDP_API void sedp_cache_policy_prefetch (const SedpCachePolicy *policy, guint64
  * sedp_cache_policy_hit() for @n keys, in order: the key of position i is keys[order[i]] (keys[i]
  * when @order is NULL), its slot goes to slots[i]. The same accesses are recorded as with one
  * call per key, but the keys are hashed once and what each access touches (index entry, sketch
- * block, node, list neighbours) is prefetched a pass ahead, so the cache misses overlap; when
+ * blocks, node, list neighbours) is prefetched a pass ahead, so the cache misses overlap; when
  * @values is given, the values of the slots found (@value_bytes each, slot after slot) are
  * prefetched too. Returns: how many keys were resident.
  */
