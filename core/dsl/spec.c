@@ -361,6 +361,7 @@ stage_spec_free (SedpStageSpec *s)
   g_free (s->name);
   g_free (s->plugin);
   g_strfreev (s->after);
+  g_strfreev (s->drop_columns);
   g_strfreev (s->option_keys);
   g_strfreev (s->option_values);
   g_free (s->option_lines);
@@ -370,7 +371,8 @@ stage_spec_free (SedpStageSpec *s)
 }
 
 static const char *const stage_keys[] = {"plugin",           "after",          "scope", "parallelism",
-                                         "batch", "batch_timeout_us", "queue_capacity", NULL};
+                                         "batch", "batch_timeout_us", "queue_capacity",
+                                         "drop_columns", NULL};
 
 static SedpStageSpec *
 parse_stage_group (Ctx *c, const char *name, GError **error)
@@ -406,6 +408,11 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   if (local)
     goto propagate;
   s->after = split_list (after ? after : "");
+  char *drop = get_value (c, "drop_columns", &local);
+  if (local)
+    goto propagate;
+  s->drop_columns = split_list (drop ? drop : "");
+  g_free (drop);
   scope = get_value (c, "scope", &local);
   if (local)
     goto propagate;

@@ -48,6 +48,8 @@ typedef struct {
   guint batch;
   guint batch_timeout_us;
   guint queue_capacity;
+  char **drop_columns;     /* NULL-terminated glob patterns (possibly empty): columns removed
+                            * from every frame once the stage has processed it */
   char **option_keys;      /* the plugin's own options, in file order */
   char **option_values;
   guint *option_lines;

@@ -272,6 +272,10 @@ sedp_graph_describe (const SedpGraph *g, GString *out)
       if (node->n_inputs > 1)
         g_string_append (out, " [join]");
     }
+    if (node->spec->drop_columns && node->spec->drop_columns[0]) {
+      g_autofree char *drop = g_strjoinv (",", node->spec->drop_columns);
+      g_string_append_printf (out, " drop_columns=%s", drop);
+    }
     if (node->n_outputs == 0)
       g_string_append (out, " [sink]");
     g_string_append_c (out, '\n');

@@ -203,6 +203,21 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
   forward (p, s, ev, x);
 }
 
+/* [stage] drop_columns: removes the columns whose names match a pattern, in this stage's thread,
+ * so that later stages, joins and gathers neither carry nor copy what nothing after needs. */
+static void
+drop_columns (Stage *s, SedpFrame *frame)
+{
+  for (guint c = sedp_frame_get_n_columns (frame); c-- > 0;) {
+    const char *name = sedp_column_get_name (sedp_frame_get_column_at (frame, c));
+    for (guint k = 0; s->drop[k]; k++)
+      if (g_pattern_spec_match_string (s->drop[k], name)) {
+        sedp_frame_remove_column (frame, name);
+        break;
+      }
+  }
+}
+
 static void
 process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker, SyncExec *x)
 {
@@ -253,8 +268,11 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
     g_clear_error (&error);
   }
   sedp_histogram_observe (s->m_latency, (double) (g_get_monotonic_time () - t0));
-  for (guint i = 0; i < live; i++)
+  for (guint i = 0; i < live; i++) {
+    if (s->drop && evs[i]->frame)
+      drop_columns (s, evs[i]->frame);
     post_process (p, s, evs[i], x);
+  }
 }
 
 /* ---- threads ---- */
@@ -372,6 +390,12 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
     s->is_source = i == graph->source;
     s->slot_is_item = g_new0 (guint8, MAX (node->n_inputs, 1));
     s->slot_pos = g_new0 (guint, MAX (node->n_inputs, 1));
+    guint n_drop = node->spec->drop_columns ? g_strv_length (node->spec->drop_columns) : 0;
+    if (n_drop > 0) {
+      s->drop = g_new0 (GPatternSpec *, n_drop + 1);
+      for (guint k = 0; k < n_drop; k++)
+        s->drop[k] = g_pattern_spec_new (node->spec->drop_columns[k]);
+    }
     for (guint k = 0; k < node->n_inputs; k++) {
       gboolean item = graph->nodes[node->inputs[k]].scope == SEDP_SCOPE_ITEM;
       s->slot_is_item[k] = (guint8) item;
@@ -539,6 +563,9 @@ sedp_pipeline_free (SedpPipeline *p)
     g_free (s->threads);
     g_free (s->slot_is_item);
     g_free (s->slot_pos);
+    for (guint k = 0; s->drop && s->drop[k]; k++)
+      g_pattern_spec_free (s->drop[k]);
+    g_free (s->drop);
     g_free (s->ctx.name);
   }
   sedp_channel_free (p->entry);

@@ -87,6 +87,7 @@ struct _Stage {
   guint *slot_pos;             /* per input slot: position among inputs of its scope */
   gboolean is_sink;
   gboolean is_source;
+  GPatternSpec **drop;         /* NULL-terminated (or NULL): [stage] drop_columns, compiled */
   SedpCounter *m_events;
   SedpCounter *m_expired;
   SedpCounter *m_failed;

@@ -118,6 +118,42 @@ test_gather (void)
   collector_clear (&c);
 }
 
+/* [stage] drop_columns: the columns matching a pattern leave the stage's frames (item frames
+ * and broadcast columns alike) and so never reach the gather; the others arrive intact. */
+static void
+test_drop_columns (void)
+{
+  g_autofree char *text = g_strconcat (join_pipeline,
+                                       "drop_columns = items_*, other_rows, user_id\n"
+                                       "[stage collect]\nplugin = stamp\nafter = join\nscope = request\n", NULL);
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  const guint n = 12;
+  g_autofree guint *counts = ascending_counts (n);
+  submit_numbered (p, &c, n, counts, 0);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, n, 60), n);
+  for (guint k = 0; k < n; k++) {
+    const SedpResult *res = result_of (&c, k);
+    guint seq = find_seq (c.done->pdata[k]);
+    CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+    for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+      guint row = 0;
+      const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "items_rows"));
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "items_item"));
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "other_rows"));
+      CU_ASSERT_PTR_NULL (sedp_frame_get_column (f, "user_id"));
+      CU_ASSERT_EQUAL (int_at (f, "other_item", row), i);
+      CU_ASSERT_EQUAL (int_at (f, "join_item", row), i);
+      CU_ASSERT_EQUAL (int_at (f, "collect_rows", row), 1 + seq);
+    }
+  }
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 /* Rows shed in one branch are left out of the join; the others are joined correctly. */
 static void
 test_join_with_shed_rows (void)
@@ -625,6 +661,7 @@ main (void)
   CU_pSuite s = CU_add_suite ("runtime", NULL, NULL);
   CU_add_test (s, "join and broadcast, many requests, random delays", test_join_broadcast_concurrent);
   CU_add_test (s, "gather item frames into a request-scope stage", test_gather);
+  CU_add_test (s, "drop_columns removes matching columns after the stage", test_drop_columns);
   CU_add_test (s, "join drops rows shed in one branch", test_join_with_shed_rows);
   CU_add_test (s, "gather, shed at request scope, scatter back", test_gather_shed_scatter);
   CU_add_test (s, "batch limit and batch timeout", test_batch_limit_and_timeout);
