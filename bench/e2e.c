@@ -4,14 +4,21 @@
  *    build-bench/e2e-data/ (reused by later runs; delete it to regenerate);
  * 2. writes a copy of pipelines/ctr.pipeline whose paths point there (and, with --parallelism P,
  *    `parallelism = P` on the model stage), starts `sedp serve COPY --listen 127.0.0.1:0`;
- * 3. warms up, then runs `sedp bench URL --concurrency C --duration S --format protobuf`;
- * 4. runs `sedp model bench dense.onnx --batch B --threads T` with B = the pipeline's frame_rows
- *    (the model stage's batch is 1 frame per call, so it sees runs of frame_rows rows) and T = the
- *    model stage's parallelism (1 in pipelines/ctr.pipeline, else --parallelism);
- * 5. prints RESULT e2e_items_per_s, model_items_per_s, e2e_over_model, e2e_p99_ms, e2e_errors.
+ * 3. waits for `sedp serve: ready` (the pipeline's warm-up), then loads it 3 s more;
+ * 4. measures the ratio in --rounds rounds (default 7): `sedp model bench dense.onnx --batch B
+ *    --threads T` for --model-seconds (default 4), then `sedp bench URL --concurrency C
+ *    --format protobuf` for --round-seconds (default 8). B = the pipeline's frame_rows (the model
+ *    stage takes one frame per call, so it sees runs of frame_rows rows), T = the model stage's
+ *    parallelism (1 in pipelines/ctr.pipeline, else --parallelism). The machine is shared and its
+ *    speed drifts; figures seconds apart make a stable ratio, and the median ratio is reported;
+ * 5. runs one continuous --duration (default 60 s) closed-loop run for errors and p99;
+ * 6. prints RESULT e2e_items_per_s, model_items_per_s (medians of the rounds), e2e_over_model
+ *    (median of the rounds' ratios) and the rounds' ratios, then the continuous run's items/s,
+ *    p99 and errors.
  *
  * Options: --concurrency C (default 8), --duration S (default 60), --parallelism P (default: as
- * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file), --items M (default 300), --model-seconds S (default 10).
+ * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
+ * --items M (default 300), --rounds N, --round-seconds S, --model-seconds S.
  * See docs/load-testing.md. */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -67,11 +74,27 @@ result_value (const char *out, const char *key)
   return p ? g_ascii_strtod (p + strlen (pat), NULL) : -1;
 }
 
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of @n values (sorts a copy). */
+static double
+median (const double *v, int n)
+{
+  g_autofree double *c = g_memdup2 (v, sizeof (double) * (gsize) n);
+  qsort (c, (gsize) n, sizeof (double), cmp_double);
+  return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+}
+
 int
 main (int argc, char **argv)
 {
-  gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300;
-  gdouble duration = 60, model_seconds = 10;
+  gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300, rounds = 7;
+  gdouble duration = 60, model_seconds = 4, round_seconds = 8;
   const GOptionEntry entries[] = {
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 8)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds of load (default 60)", "S"},
@@ -81,13 +104,18 @@ main (int argc, char **argv)
      "Reader (protobuf decoding) stage workers in the served copy (default: the pipeline file's)", "R"},
     {"items", 0, 0, G_OPTION_ARG_INT, &items, "Items per request (default 300)", "M"},
     {"model-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &model_seconds,
-     "Seconds of sedp model bench (default 10)", "S"},
+     "Seconds of sedp model bench per round (default 4)", "S"},
+    {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Rounds of model, then served, load (default 7)", "N"},
+    {"round-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &round_seconds,
+     "Seconds of served load per round (default 8)", "S"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— the CTR example over HTTP vs the bare model");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
-  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || rounds < 1 || rounds > 1000) {
+    if (error == NULL)
+      g_set_error (&error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--rounds: 1 to 1000");
     fprintf (stderr, "e2e: %s\n", error->message);
     return 2;
   }
@@ -193,9 +221,10 @@ main (int argc, char **argv)
     if (url[0] && strstr (line, "sedp serve: ready")) /* warmed up (the pipeline's warmup key) */
       break;
   }
-  g_autofree char *req = NULL, *c_s = NULL, *d_s = NULL, *warm = NULL, *e2e = NULL, *dense = NULL, *b_s = NULL, *t_s = NULL, *s_s = NULL, *model = NULL;
+  g_autofree char *req = NULL, *c_s = NULL, *d_s = NULL, *warm = NULL, *e2e = NULL, *dense = NULL, *b_s = NULL, *t_s = NULL, *s_s = NULL, *r_s = NULL;
+  g_autofree double *ratios = NULL, *e2es = NULL, *models = NULL;
+  g_autoptr (GString) list = NULL;
   int rc = 1;
-  double model_before_items = 0;
   if (url[0] == '\0') {
     fprintf (stderr, "e2e: the server did not start\n");
     goto out;
@@ -216,18 +245,38 @@ main (int argc, char **argv)
   warm = run_capture (wargv);
   if (warm == NULL)
     goto out;
-  {
-    /* the bare model once before the end-to-end run (the server idles meanwhile) */
-    g_autofree char *dense0 = g_build_filename (data, "dense.onnx", NULL);
-    g_autofree char *b0 = g_strdup_printf ("%d", frame_rows), *t0 = g_strdup_printf ("%d", model_par);
-    g_autofree char *s0 = g_strdup_printf ("%g", model_seconds);
-    char *m0argv[] = {sedp, "model", "bench", dense0, "--batch", b0, "--threads", t0, "--seconds", s0, NULL};
-    g_autofree char *m0 = run_capture (m0argv);
-    if (m0 == NULL)
+
+  /* 4. The ratio, in rounds: the bare model for --model-seconds (the server idles meanwhile),
+   * then the served pipeline for --round-seconds, --rounds times. The machine is shared and its
+   * speed drifts by tens of percent within minutes; a ratio of two figures taken seconds apart
+   * is stable where figures minutes apart are not, and the median of the rounds' ratios is what
+   * is reported. */
+  dense = g_build_filename (data, "dense.onnx", NULL);
+  b_s = g_strdup_printf ("%d", frame_rows);
+  t_s = g_strdup_printf ("%d", model_par);
+  s_s = g_strdup_printf ("%g", model_seconds);
+  r_s = g_strdup_printf ("%g", round_seconds);
+  ratios = g_new0 (double, rounds);
+  e2es = g_new0 (double, rounds);
+  models = g_new0 (double, rounds);
+  list = g_string_new (NULL);
+  for (int r = 0; r < rounds; r++) {
+    char *margv[] = {sedp, "model", "bench", dense, "--batch", b_s, "--threads", t_s, "--seconds", s_s, NULL};
+    g_autofree char *m = run_capture (margv);
+    char *rargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", r_s, "--requests", req,
+                     "--format", "protobuf", "--quiet", NULL};
+    g_autofree char *e = m ? run_capture (rargv) : NULL;
+    if (e == NULL)
       goto out;
-    fputs (m0, stderr);
-    model_before_items = result_value (m0, "rows_per_s");
+    models[r] = result_value (m, "rows_per_s");
+    e2es[r] = result_value (e, "items_per_s");
+    ratios[r] = models[r] > 0 ? e2es[r] / models[r] : 0;
+    fprintf (stderr, "e2e: round %d: model %.0f items/s, served %.0f items/s, ratio %.3f\n", r + 1,
+             models[r], e2es[r], ratios[r]);
+    g_string_append_printf (list, "%s%.3f", r ? "," : "", ratios[r]);
   }
+
+  /* 5. The error check: one continuous run of --duration seconds at --concurrency. */
   char *bargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", d_s, "--requests", req,
                    "--format", "protobuf", NULL};
   e2e = run_capture (bargv);
@@ -238,31 +287,17 @@ main (int argc, char **argv)
   waitpid (server, NULL, 0);
   server = 0;
 
-  /* 4. the bare model */
-  dense = g_build_filename (data, "dense.onnx", NULL);
-  b_s = g_strdup_printf ("%d", frame_rows);
-  t_s = g_strdup_printf ("%d", model_par);
-  s_s = g_strdup_printf ("%g", model_seconds);
-  char *margv[] = {sedp, "model", "bench", dense, "--batch", b_s, "--threads", t_s, "--seconds", s_s, NULL};
-  model = run_capture (margv);
-  if (model == NULL)
-    goto out;
-  fputs (model, stderr);
-  /* The machine is shared: the bare model runs twice, before and after the end-to-end run (the
-   * first after the server's warm-up, see 3.), and the ratio takes the better of the two, so that
-   * noise during one of them cannot flatter the pipeline. */
-  double model_items = MAX (model_before_items, result_value (model, "rows_per_s"));
-
   char reader_s[16] = "file";
   if (reader_par > 0)
     g_snprintf (reader_s, sizeof reader_s, "%d", reader_par);
-  double e2e_items = result_value (e2e, "items_per_s");
-  printf ("RESULT e2e_concurrency=%d e2e_duration_s=%g model_batch=%d model_threads=%d reader_workers=%s\n",
-          concurrency, duration, frame_rows, model_par, reader_s);
-  printf ("RESULT e2e_items_per_s=%.1f\n", e2e_items);
-  printf ("RESULT model_items_per_s=%.1f\n", model_items);
-  printf ("RESULT model_items_per_s_runs=%.1f,%.1f\n", model_before_items, result_value (model, "rows_per_s"));
-  printf ("RESULT e2e_over_model=%.3f\n", model_items > 0 ? e2e_items / model_items : 0);
+  printf ("RESULT e2e_concurrency=%d e2e_duration_s=%g rounds=%d round_s=%g model_s=%g model_batch=%d "
+          "model_threads=%d reader_workers=%s\n", concurrency, duration, rounds, round_seconds,
+          model_seconds, frame_rows, model_par, reader_s);
+  printf ("RESULT e2e_items_per_s=%.1f\n", median (e2es, rounds));
+  printf ("RESULT model_items_per_s=%.1f\n", median (models, rounds));
+  printf ("RESULT e2e_over_model=%.3f\n", median (ratios, rounds));
+  printf ("RESULT e2e_over_model_rounds=%s\n", list->str);
+  printf ("RESULT e2e_continuous_items_per_s=%.1f\n", result_value (e2e, "items_per_s"));
   printf ("RESULT e2e_p99_ms=%.3f\n", result_value (e2e, "p99_ms"));
   printf ("RESULT e2e_errors=%.0f\n", result_value (e2e, "errors"));
   rc = 0;
