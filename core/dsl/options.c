@@ -171,7 +171,7 @@ sedp_option_values_parse (const SedpOptionSpec *schema, const SedpStageSpec *sta
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
                    "%s:%u: [stage %s] %s: unknown key for plugin '%s' (its options: %s; runtime "
                    "keys: plugin, after, scope, parallelism, batch, batch_timeout_us, "
-                   "queue_capacity, drop_columns)",
+                   "queue_capacity, drop_columns, cpus)",
                    path, stage->option_lines[k], stage->name, key, stage->plugin,
                    known->len ? known->str : "none");
       g_string_free (known, TRUE);

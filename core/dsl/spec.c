@@ -1,6 +1,8 @@
 /* sedp — parsing pipeline files: GKeyFile syntax, the runtime's keys, ${VAR} substitution. */
 #include "spec.h"
 
+#include "../util/cpus.h"
+
 #include <sedp/protocol.h>
 #include <string.h>
 
@@ -122,6 +124,7 @@ typedef struct {
   GKeyFile *kf;
 } Ctx;
 
+
 /* The substituted value of @key, or NULL (with *error unset) when the key is absent. */
 static char *
 get_value (Ctx *c, const char *key, GError **error)
@@ -138,6 +141,30 @@ get_value (Ctx *c, const char *key, GError **error)
     return NULL;
   }
   return g_strstrip (v);
+}
+
+/* KEY = CPU list in the current group, if set: "0,2-3" (see core/util/cpus.h). */
+static gboolean
+get_cpus (Ctx *c, const char *key, guint **cpus, guint *n_cpus, GError **error)
+{
+  GError *local = NULL;
+  char *text = get_value (c, key, &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  if (text == NULL)
+    return TRUE;
+  guint *list = sedp_cpu_list_parse (text, n_cpus, &local);
+  g_free (text);
+  if (list == NULL) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE, "%s:%u: [%s] %s: %s", c->path,
+                 line_of (c->map, c->group, key), c->group, key, local->message);
+    g_error_free (local);
+    return FALSE;
+  }
+  *cpus = list;
+  return TRUE;
 }
 
 static gboolean
@@ -191,7 +218,7 @@ valid_name (const char *s)
 static const char *const pipeline_keys[] = {"name",         "deadline_ms",  "frame_rows",
                                             "mode",         "outputs",      "sync_workers",
                                             "idle_spin_us", "warmup",       "warmup_repeat",
-                                            NULL};
+                                            "cpus",         NULL};
 
 /* warmup = PATH (relative to the pipeline file's folder) and warmup_repeat = N: the file must
  * hold at least one request, and every request must decode. */
@@ -324,7 +351,8 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
   if (!get_uint (c, "deadline_ms", 1, 3600000, &spec->deadline_ms, error) ||
       !get_uint (c, "frame_rows", 1, 1 << 20, &spec->frame_rows, error) ||
       !get_uint (c, "sync_workers", 1, 1024, &spec->sync_workers, error) ||
-      !get_uint (c, "idle_spin_us", 0, 100000, &spec->idle_spin_us, error))
+      !get_uint (c, "idle_spin_us", 0, 100000, &spec->idle_spin_us, error) ||
+      !get_cpus (c, "cpus", &spec->cpus, &spec->n_cpus, error))
     return FALSE;
   g_autofree char *mode = get_value (c, "mode", &local);
   if (local) {
@@ -362,6 +390,7 @@ stage_spec_free (SedpStageSpec *s)
   g_free (s->plugin);
   g_strfreev (s->after);
   g_strfreev (s->drop_columns);
+  g_free (s->cpus);
   g_strfreev (s->option_keys);
   g_strfreev (s->option_values);
   g_free (s->option_lines);
@@ -372,7 +401,7 @@ stage_spec_free (SedpStageSpec *s)
 
 static const char *const stage_keys[] = {"plugin",           "after",          "scope", "parallelism",
                                          "batch", "batch_timeout_us", "queue_capacity",
-                                         "drop_columns", NULL};
+                                         "drop_columns", "cpus", NULL};
 
 static SedpStageSpec *
 parse_stage_group (Ctx *c, const char *name, GError **error)
@@ -431,7 +460,8 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   if (!get_uint (c, "parallelism", 1, 1024, &s->parallelism, error) ||
       !get_uint (c, "batch", 1, 65536, &s->batch, error) ||
       !get_uint (c, "batch_timeout_us", 0, 10000000, &s->batch_timeout_us, error) ||
-      !get_uint (c, "queue_capacity", 1, 10000000, &s->queue_capacity, error))
+      !get_uint (c, "queue_capacity", 1, 10000000, &s->queue_capacity, error) ||
+      !get_cpus (c, "cpus", &s->cpus, &s->n_cpus, error))
     goto fail;
 
   keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
@@ -577,6 +607,7 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_free (spec->dir);
   g_free (spec->name);
   g_strfreev (spec->outputs);
+  g_free (spec->cpus);
   g_free (spec->warmup);
   if (spec->stages)
     g_ptr_array_unref (spec->stages);

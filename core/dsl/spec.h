@@ -50,6 +50,9 @@ typedef struct {
   guint queue_capacity;
   char **drop_columns;     /* NULL-terminated glob patterns (possibly empty): columns removed
                             * from every frame once the stage has processed it */
+  guint *cpus;             /* the CPUs the stage's workers run on (n_cpus of them; 0: the
+                            * pipeline's `cpus`, else anywhere) */
+  guint n_cpus;
   char **option_keys;      /* the plugin's own options, in file order */
   char **option_values;
   guint *option_lines;
@@ -67,6 +70,8 @@ typedef struct {
   SedpMode mode;
   guint sync_workers;      /* 0: the sum of the stages' parallelism */
   guint idle_spin_us;
+  guint *cpus;             /* default CPUs of every stage's workers (n_cpus; 0: anywhere) */
+  guint n_cpus;
   char **outputs;          /* NULL-terminated; empty: every float32 column of the sinks */
   char *warmup;            /* absolute path of the warm-up requests (sedp serve), or NULL */
   guint warmup_line;       /* the line of the warmup key (0 when unset) */

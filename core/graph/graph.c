@@ -1,5 +1,6 @@
 /* sedp — compiling a pipeline spec into a checked DAG of stages. */
 #include "graph.h"
+#include "../util/cpus.h"
 
 #include <string.h>
 
@@ -253,9 +254,14 @@ void
 sedp_graph_describe (const SedpGraph *g, GString *out)
 {
   const SedpPipelineSpec *spec = g->spec;
-  g_string_append_printf (out, "pipeline %s (%s): mode=%s deadline_ms=%u frame_rows=%u stages=%u\n",
+  g_string_append_printf (out, "pipeline %s (%s): mode=%s deadline_ms=%u frame_rows=%u stages=%u",
                           spec->name, spec->path, spec->mode == SEDP_MODE_SYNC ? "sync" : "staged",
                           spec->deadline_ms, spec->frame_rows, g->n_nodes);
+  if (spec->n_cpus > 0) {
+    g_autofree char *cpus = sedp_cpu_list_to_string (spec->cpus, spec->n_cpus);
+    g_string_append_printf (out, " cpus=%s", cpus);
+  }
+  g_string_append_c (out, '\n');
   for (guint t = 0; t < g->n_nodes; t++) {
     const SedpGraphNode *node = &g->nodes[g->topo[t]];
     g_string_append_printf (out, "  %-16s plugin=%s scope=%s parallelism=%u batch=%u "
@@ -271,6 +277,10 @@ sedp_graph_describe (const SedpGraph *g, GString *out)
         g_string_append_printf (out, "%s%s", k ? "," : "", g->nodes[node->inputs[k]].spec->name);
       if (node->n_inputs > 1)
         g_string_append (out, " [join]");
+    }
+    if (node->spec->n_cpus > 0) {
+      g_autofree char *cpus = sedp_cpu_list_to_string (node->spec->cpus, node->spec->n_cpus);
+      g_string_append_printf (out, " cpus=%s", cpus);
     }
     if (node->spec->drop_columns && node->spec->drop_columns[0]) {
       g_autofree char *drop = g_strjoinv (",", node->spec->drop_columns);

@@ -1,5 +1,6 @@
 /* sedp — running a pipeline: stage workers, batching, delivery along the DAG, sync mode. */
 #include "runtime-private.h"
+#include "../util/cpus.h"
 
 #include <string.h>
 
@@ -283,11 +284,25 @@ typedef struct {
   guint worker;
 } WorkerArgs;
 
+/* `cpus` (the stage's, else the pipeline's): the calling worker runs on those CPUs only. */
+static void
+pin_worker (const guint *cpus, guint n_cpus, const char *who)
+{
+  GError *error = NULL;
+  if (n_cpus > 0 && !sedp_cpu_list_pin_thread (cpus, n_cpus, &error)) {
+    g_warning ("stage '%s': %s; its worker runs on any CPU", who, error->message);
+    g_error_free (error);
+  }
+}
+
 static gpointer
 stage_worker (gpointer data)
 {
   WorkerArgs *a = data;
   Stage *s = a->stage;
+  pin_worker (s->node->spec->n_cpus ? s->node->spec->cpus : a->pipeline->graph->spec->cpus,
+              s->node->spec->n_cpus ? s->node->spec->n_cpus : a->pipeline->graph->spec->n_cpus,
+              s->ctx.name);
   guint batch = s->node->spec->batch;
   SedpEvent **buf = g_new (SedpEvent *, batch);
   guint n;
@@ -304,6 +319,7 @@ sync_worker (gpointer data)
 {
   WorkerArgs *a = data;
   SedpPipeline *p = a->pipeline;
+  pin_worker (p->graph->spec->cpus, p->graph->spec->n_cpus, "sync");
   SyncExec x = {g_new (GPtrArray *, p->n_stages), a->worker};
   for (guint i = 0; i < p->n_stages; i++)
     x.queues[i] = g_ptr_array_new ();
@@ -354,8 +370,25 @@ SedpPipeline *
 sedp_pipeline_new (SedpGraph *graph, GError **error)
 {
   g_return_val_if_fail (graph != NULL, NULL);
-  SedpPipeline *p = g_new0 (SedpPipeline, 1);
   const SedpPipelineSpec *spec = graph->spec;
+  /* Every CPU a `cpus` key names must exist here (the file may come from a larger machine). */
+  GError *bad = NULL;
+  if (!sedp_cpu_list_check (spec->cpus, spec->n_cpus, &bad)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE, "%s: [pipeline] cpus: %s",
+                 spec->path, bad->message);
+    g_error_free (bad);
+    return NULL;
+  }
+  for (guint i = 0; i < graph->n_nodes; i++) {
+    const SedpStageSpec *ss = graph->nodes[i].spec;
+    if (!sedp_cpu_list_check (ss->cpus, ss->n_cpus, &bad)) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE, "%s:%u: [stage %s] cpus: %s",
+                   spec->path, sedp_stage_spec_key_line (ss, "cpus"), ss->name, bad->message);
+      g_error_free (bad);
+      return NULL;
+    }
+  }
+  SedpPipeline *p = g_new0 (SedpPipeline, 1);
   p->graph = graph;
   p->n_stages = graph->n_nodes;
   p->stages = g_new0 (Stage, p->n_stages);

@@ -1,6 +1,9 @@
 /* sedp runtime tests: joins and broadcast under concurrency, gathering, batching, deadlines,
  * error isolation, backpressure, shutdown with requests in flight, sync mode. */
 #include "runtime-helpers.h"
+#include "util/cpus.h"
+
+#include <unistd.h>
 
 static const SedpResult *
 result_of (Collector *c, guint i)
@@ -152,6 +155,79 @@ test_drop_columns (void)
   }
   sedp_pipeline_free (p);
   collector_clear (&c);
+}
+
+/* The CPUs the kernel lets thread @name of this process run on ("0", "0-1"), or NULL. */
+static char *
+thread_cpus (const char *name)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *tid;
+  while (dir && (tid = g_dir_read_name (dir))) {
+    g_autofree char *comm_path = g_strdup_printf ("/proc/self/task/%s/comm", tid);
+    g_autofree char *status_path = g_strdup_printf ("/proc/self/task/%s/status", tid);
+    g_autofree char *comm = NULL, *status = NULL;
+    if (!g_file_get_contents (comm_path, &comm, NULL, NULL) || strcmp (g_strstrip (comm), name) != 0 ||
+        !g_file_get_contents (status_path, &status, NULL, NULL))
+      continue;
+    const char *line = strstr (status, "Cpus_allowed_list:");
+    if (line == NULL)
+      return NULL;
+    line += strlen ("Cpus_allowed_list:");
+    return g_strstrip (g_strndup (line, strcspn (line, "\n")));
+  }
+  return NULL;
+}
+
+/* [pipeline] cpus and [stage] cpus: every worker runs on the stage's CPUs, else the
+ * pipeline's; requests go through as usual. A CPU the machine lacks is refused. */
+static void
+test_cpus (void)
+{
+  /* the stage's own CPU: the last one (on a machine of one CPU, that is the pipeline's too) */
+  long n_cpus = sysconf (_SC_NPROCESSORS_CONF);
+  g_autofree char *last = g_strdup_printf ("%ld", MAX (n_cpus, 1) - 1);
+  g_autofree char *text = g_strdup_printf ("[pipeline]\ncpus = 0\ndeadline_ms = 60000\n"
+                                           "[stage reader]\nplugin = stamp\nscope = request\n"
+                                           "[stage pinned]\nplugin = stamp\nafter = reader\ncpus = %s\n"
+                                           "[stage free]\nplugin = stamp\nafter = pinned\n", last);
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  submit_numbered (p, &c, 4, NULL, 5);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 4, 60), 4);
+  g_autofree char *reader = thread_cpus ("sedp-reader"), *pinned = thread_cpus ("sedp-pinned"),
+                  *free_ = thread_cpus ("sedp-free");
+  CU_ASSERT_STRING_EQUAL (reader ? reader : "(none)", "0");
+  CU_ASSERT_STRING_EQUAL (pinned ? pinned : "(none)", last);
+  CU_ASSERT_STRING_EQUAL (free_ ? free_ : "(none)", "0");
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+
+  const char *bad = "[pipeline]\n[stage reader]\nplugin = stamp\nscope = request\ncpus = 1000\n";
+  g_autoptr (GError) error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (bad, strlen (bad), "bad.pipeline", &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
+  SedpGraph *graph = sedp_graph_compile (spec, runtime_registry (), &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (graph);
+  CU_ASSERT_PTR_NULL (sedp_pipeline_new (graph, &error));
+  CU_ASSERT (error && strstr (error->message, "bad.pipeline:5: [stage reader] cpus: CPU 1000 does not exist"));
+  sedp_graph_free (graph);
+
+  guint n = 0;
+  g_autofree guint *list = sedp_cpu_list_parse (" 3, 0-1,1 ", &n, NULL);
+  CU_ASSERT_FATAL (list && n == 3);
+  CU_ASSERT (list[0] == 0 && list[1] == 1 && list[2] == 3);
+  g_autofree char *back = sedp_cpu_list_to_string (list, n);
+  CU_ASSERT_STRING_EQUAL (back, "0-1,3");
+  CU_ASSERT_PTR_NULL (sedp_cpu_list_parse ("2-1", &n, NULL));
+  CU_ASSERT_PTR_NULL (sedp_cpu_list_parse ("", &n, NULL));
+  CU_ASSERT_PTR_NULL (sedp_cpu_list_parse ("1024", &n, NULL));
+
+  const char *syntax = "[pipeline]\ncpus = 0,two\n[stage reader]\nplugin = stamp\nscope = request\n";
+  g_clear_error (&error);
+  CU_ASSERT_PTR_NULL (sedp_pipeline_spec_parse (syntax, strlen (syntax), "s.pipeline", &error));
+  CU_ASSERT (error && strstr (error->message, "s.pipeline:2: [pipeline] cpus: 'two' is not a CPU number"));
 }
 
 /* Rows shed in one branch are left out of the join; the others are joined correctly. */
@@ -662,6 +738,7 @@ main (void)
   CU_add_test (s, "join and broadcast, many requests, random delays", test_join_broadcast_concurrent);
   CU_add_test (s, "gather item frames into a request-scope stage", test_gather);
   CU_add_test (s, "drop_columns removes matching columns after the stage", test_drop_columns);
+  CU_add_test (s, "cpus: workers run on the stage's or the pipeline's CPUs", test_cpus);
   CU_add_test (s, "join drops rows shed in one branch", test_join_with_shed_rows);
   CU_add_test (s, "gather, shed at request scope, scatter back", test_gather_shed_scatter);
   CU_add_test (s, "batch limit and batch timeout", test_batch_limit_and_timeout);
