@@ -33,6 +33,11 @@ extern volatile sig_atomic_t sedp_cli_interrupted;
  * blocked read returns, and the command's loop sees the flag. !@on: the default actions back. */
 void sedp_cli_catch_signals (gboolean on);
 
+/* --cpus LIST (NULL: nothing to do): restricts the calling thread, and so every thread it starts
+ * afterwards, to the CPUs of LIST ("0,2-3"), as taskset does. Prints the error and returns FALSE
+ * when LIST is not a CPU list or names a CPU this machine lacks. */
+gboolean sedp_cli_apply_cpus (const char *subcommand, const char *list);
+
 /* A subcommand of a command group (sedp model …, sedp cube …). */
 typedef struct {
   const char *name;

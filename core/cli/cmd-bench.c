@@ -621,7 +621,10 @@ sedp_cmd_bench (int argc, char **argv)
   gdouble duration = 10;
   char *requests_path = NULL, *format = NULL;
   gboolean quiet = FALSE;
+  g_autofree char *cpus = NULL;
   const GOptionEntry entries[] = {
+    {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
+     "Run the load generator on these CPUs only (e.g. 0 or 0,2-3)", "LIST"},
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency,
      "Clients, each with one request in flight (default 1)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration,
@@ -656,6 +659,8 @@ sedp_cmd_bench (int argc, char **argv)
     sedp_cli_error ("bench", "--duration must be more than 0 and at most 86400 seconds");
     return 2;
   }
+  if (!sedp_cli_apply_cpus ("bench", cpus))
+    return 2;
   gboolean protobuf = FALSE;
   if (fmt && strcmp (fmt, "protobuf") == 0)
     protobuf = TRUE;

@@ -363,8 +363,10 @@ cmd_bench (int argc, char **argv)
   int threads = 1;
   double seconds = 2.0;
   gint64 seed = 1;
+  g_autofree char *cpus = NULL;
   const GOptionEntry entries[] = {
     {"batch", 'b', 0, G_OPTION_ARG_INT64, &batch, "Rows per run (default 64)", "N"},
+    {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus, "Run on these CPUs only (e.g. 1 or 0,2-3)", "LIST"},
     {"threads", 't', 0, G_OPTION_ARG_INT, &threads,
      "Threads, each running its own plan (default 1)", "T"},
     {"seconds", 's', 0, G_OPTION_ARG_DOUBLE, &seconds, "Measured time (default 2)", "S"},
@@ -395,6 +397,8 @@ cmd_bench (int argc, char **argv)
     sedp_cli_error ("model bench", "--seconds must be more than 0 and at most 3600");
     return 2;
   }
+  if (!sedp_cli_apply_cpus ("model bench", cpus))
+    return 2;
   g_autoptr (SedpNnModel) model = load_model ("model bench", argv[1]);
   if (model == NULL)
     return 1;

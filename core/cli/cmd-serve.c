@@ -53,10 +53,13 @@ sedp_cmd_serve (int argc, char **argv)
 {
   char *listen = NULL;
   gint64 max_body = SEDP_SERVER_DEFAULT_MAX_BODY;
+  g_autofree char *cpus = NULL;
   gint drain_timeout = 30;
   const GOptionEntry entries[] = {
     {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
      "Address and port to listen on (default 127.0.0.1:8080; port 0 picks a free one)", "ADDR:PORT"},
+    {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
+     "Run on these CPUs only (e.g. 0 or 0,2-3), except stages with a cpus key of their own", "LIST"},
     {"max-body", 0, 0, G_OPTION_ARG_INT64, &max_body,
      "Largest request body, in bytes (default 16 MiB); larger ones get 413", "BYTES"},
     {"drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
@@ -83,6 +86,8 @@ sedp_cmd_serve (int argc, char **argv)
     sedp_cli_error ("serve", "--drain-timeout must be from 0 to 86400");
     return 2;
   }
+  if (!sedp_cli_apply_cpus ("serve", cpus)) /* before any thread starts: they inherit it */
+    return 2;
   g_auto (GStrv) path = sedp_registry_default_path ();
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
   g_autoptr (GError) error = NULL;

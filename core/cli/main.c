@@ -1,5 +1,6 @@
 /* sedp — the host binary: checks, inspects and runs pipelines. */
 #include "cli.h"
+#include "../util/cpus.h"
 
 #include <locale.h>
 #include <stdio.h>
@@ -135,4 +136,21 @@ main (int argc, char **argv)
   fprintf (stderr, "sedp: unknown command '%s'\n\n", cmd);
   usage (stderr);
   return 2;
+}
+
+gboolean
+sedp_cli_apply_cpus (const char *subcommand, const char *list)
+{
+  if (list == NULL)
+    return TRUE;
+  guint n = 0;
+  g_autoptr (GError) error = NULL;
+  g_autofree guint *cpus = sedp_cpu_list_parse (list, &n, &error);
+  if (cpus == NULL || !sedp_cpu_list_check (cpus, n, &error) ||
+      !sedp_cpu_list_pin_thread (cpus, n, &error)) {
+    g_autofree char *msg = g_strdup_printf ("--cpus: %s", error->message);
+    sedp_cli_error (subcommand, msg);
+    return FALSE;
+  }
+  return TRUE;
 }
