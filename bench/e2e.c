@@ -20,6 +20,8 @@
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
  * --items M (default 300), --rounds N, --round-seconds S, --model-seconds S.
  * See docs/load-testing.md. */
+#include "util/cpus.h"
+
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -94,6 +96,7 @@ int
 main (int argc, char **argv)
 {
   gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300, rounds = 7;
+  g_autofree char *model_cpus_opt = NULL;
   gdouble duration = 60, model_seconds = 4, round_seconds = 8;
   const GOptionEntry entries[] = {
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 8)", "C"},
@@ -103,6 +106,9 @@ main (int argc, char **argv)
     {"reader-parallelism", 0, 0, G_OPTION_ARG_INT, &reader_par,
      "Reader (protobuf decoding) stage workers in the served copy (default: the pipeline file's)", "R"},
     {"items", 0, 0, G_OPTION_ARG_INT, &items, "Items per request (default 300)", "M"},
+    {"model-cpus", 0, 0, G_OPTION_ARG_STRING, &model_cpus_opt,
+     "CPUs of the model stage and of the bare model; the server and the load generator get the "
+     "others (default: the last CPU when there are two or more; 'none': no pinning)", "LIST|none"},
     {"model-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &model_seconds,
      "Seconds of sedp model bench per round (default 4)", "S"},
     {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Rounds of model, then served, load (default 7)", "N"},
@@ -153,6 +159,34 @@ main (int argc, char **argv)
     fprintf (stderr, "e2e: %s\n", error->message);
     return 1;
   }
+  /* Core isolation: the model stage (and the bare model) on its own CPU(s), the server's other
+   * threads and the load generator on the rest (docs/load-testing.md). */
+  long n_cpus = sysconf (_SC_NPROCESSORS_ONLN);
+  gint want_model = MAX (parallelism, 1);
+  g_autofree char *model_cpus = NULL, *other_cpus = NULL;
+  if (model_cpus_opt && strcmp (model_cpus_opt, "none") != 0) {
+    model_cpus = g_strdup (model_cpus_opt);
+  } else if (model_cpus_opt == NULL && n_cpus > want_model) {
+    model_cpus = want_model == 1 ? g_strdup_printf ("%ld", n_cpus - 1)
+                                 : g_strdup_printf ("%ld-%ld", n_cpus - want_model, n_cpus - 1);
+  }
+  if (model_cpus) {
+    guint n_model = 0;
+    g_autofree guint *mc = sedp_cpu_list_parse (model_cpus, &n_model, &error);
+    if (mc == NULL || !sedp_cpu_list_check (mc, n_model, &error)) {
+      fprintf (stderr, "e2e: --model-cpus: %s\n", error->message);
+      return 2;
+    }
+    GString *others = g_string_new (NULL);
+    for (long c = 0; c < n_cpus; c++) {
+      gboolean taken = FALSE;
+      for (guint k = 0; k < n_model; k++)
+        taken |= mc[k] == (guint) c;
+      if (!taken)
+        g_string_append_printf (others, "%s%ld", others->len ? "," : "", c);
+    }
+    other_cpus = g_string_free (others, others->len == 0);
+  }
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
   GString *copy = g_string_new (NULL);
   gint frame_rows = 64, model_par = 1;
@@ -162,6 +196,8 @@ main (int argc, char **argv)
     if (l[0] == '[') {
       if (in_model && parallelism > 0)
         g_string_append_printf (copy, "parallelism = %d\n", parallelism);
+      if (in_model && model_cpus)
+        g_string_append_printf (copy, "cpus = %s\n", model_cpus);
       if (in_reader && reader_par > 0)
         g_string_append_printf (copy, "parallelism = %d\n", reader_par);
       in_model = strcmp (l, "[stage model]") == 0;
@@ -184,6 +220,8 @@ main (int argc, char **argv)
   }
   if (in_model && parallelism > 0)
     g_string_append_printf (copy, "parallelism = %d\n", parallelism);
+  if (in_model && model_cpus)
+    g_string_append_printf (copy, "cpus = %s\n", model_cpus);
   if (in_reader && reader_par > 0)
     g_string_append_printf (copy, "parallelism = %d\n", reader_par);
   if (parallelism > 0)
@@ -200,7 +238,7 @@ main (int argc, char **argv)
            frame_rows, model_par);
 
   /* 3. the server */
-  char *sargv[] = {sedp, "serve", pl, "--listen", "127.0.0.1:0", NULL};
+  char *sargv[] = {sedp, "serve", pl, "--listen", "127.0.0.1:0", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
   GPid server = 0;
   int err_fd = -1;
   if (!g_spawn_async_with_pipes (NULL, sargv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &server,
@@ -241,7 +279,7 @@ main (int argc, char **argv)
   c_s = g_strdup_printf ("%d", concurrency);
   d_s = g_strdup_printf ("%g", duration);
   char *wargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", "3", "--requests", req,
-                   "--format", "protobuf", "--quiet", NULL};
+                   "--format", "protobuf", "--quiet", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
   warm = run_capture (wargv);
   if (warm == NULL)
     goto out;
@@ -261,10 +299,11 @@ main (int argc, char **argv)
   models = g_new0 (double, rounds);
   list = g_string_new (NULL);
   for (int r = 0; r < rounds; r++) {
-    char *margv[] = {sedp, "model", "bench", dense, "--batch", b_s, "--threads", t_s, "--seconds", s_s, NULL};
+    char *margv[] = {sedp, "model", "bench", dense, "--batch", b_s, "--threads", t_s, "--seconds", s_s,
+                     model_cpus ? "--cpus" : NULL, model_cpus, NULL};
     g_autofree char *m = run_capture (margv);
     char *rargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", r_s, "--requests", req,
-                     "--format", "protobuf", "--quiet", NULL};
+                     "--format", "protobuf", "--quiet", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
     g_autofree char *e = m ? run_capture (rargv) : NULL;
     if (e == NULL)
       goto out;
@@ -278,7 +317,7 @@ main (int argc, char **argv)
 
   /* 5. The error check: one continuous run of --duration seconds at --concurrency. */
   char *bargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", d_s, "--requests", req,
-                   "--format", "protobuf", NULL};
+                   "--format", "protobuf", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
   e2e = run_capture (bargv);
   if (e2e == NULL)
     goto out;
@@ -291,8 +330,9 @@ main (int argc, char **argv)
   if (reader_par > 0)
     g_snprintf (reader_s, sizeof reader_s, "%d", reader_par);
   printf ("RESULT e2e_concurrency=%d e2e_duration_s=%g rounds=%d round_s=%g model_s=%g model_batch=%d "
-          "model_threads=%d reader_workers=%s\n", concurrency, duration, rounds, round_seconds,
-          model_seconds, frame_rows, model_par, reader_s);
+          "model_threads=%d reader_workers=%s model_cpus=%s other_cpus=%s\n", concurrency, duration,
+          rounds, round_seconds, model_seconds, frame_rows, model_par, reader_s,
+          model_cpus ? model_cpus : "any", other_cpus ? other_cpus : "any");
   printf ("RESULT e2e_items_per_s=%.1f\n", median (e2es, rounds));
   printf ("RESULT model_items_per_s=%.1f\n", median (models, rounds));
   printf ("RESULT e2e_over_model=%.3f\n", median (ratios, rounds));
