@@ -119,6 +119,31 @@ test_unknown_command (void)
   }
 }
 
+/* --cpus of serve, bench and model bench: a bad list or a CPU the machine lacks is refused
+ * before anything starts, naming the option. */
+static void
+test_cpus_options (void)
+{
+  const char *const cmds[][3] = {{"serve", "p.pipeline", NULL},
+                                 {"bench", "http://127.0.0.1:1/v1/pipelines/x:predict", NULL},
+                                 {"model", "bench", "m.onnx"}};
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++) {
+    const char *bad[] = {"x", "3-1", "100000"};
+    for (guint k = 0; k < G_N_ELEMENTS (bad); k++) {
+      g_auto (SedpTestRun) r;
+      const char *argv[] = {cmds[i][0], cmds[i][1], "--cpus", bad[k], cmds[i][2], NULL};
+      sedp_test_spawn_args (&r, &with_plugins, argv);
+      SEDP_ASSERT_EXIT (r, 2);
+      SEDP_ASSERT_CONTAINS (r.err, "--cpus: ");
+    }
+  }
+  g_auto (SedpTestRun) r;
+  const char *argv[] = {"bench", "--cpus", "1023", "http://127.0.0.1:1/v1/pipelines/x:predict", NULL};
+  sedp_test_spawn_args (&r, &with_plugins, argv);
+  SEDP_ASSERT_EXIT (r, 2);
+  SEDP_ASSERT_CONTAINS (r.err, "CPU 1023 does not exist");
+}
+
 /* ---- check ----------------------------------------------------------------------------- */
 
 static void
@@ -567,6 +592,7 @@ main (void)
     T (test_help),
     T (test_command_help),
     T (test_unknown_command),
+    T (test_cpus_options),
     T (test_check_example),
     T (test_check_dot),
     T (test_check_bad_pipelines),
