@@ -349,6 +349,19 @@ early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHash
   }
 }
 
+/* libsoup before 3.3 (Debian 12 has 3.2) never closes a kept-alive connection that the client
+ * closes while it is idle: each one leaks a socket in CLOSE_WAIT until the process runs out of
+ * file descriptors and stops answering (upstream fix: libsoup 3.3.0, "Don't leak idle
+ * connections closed by the client"). With those versions every response says
+ * "Connection: close" and the server closes the connection itself once it is sent, so no
+ * connection is ever left idle. Clients reconnect per request, which costs a loopback TCP
+ * handshake (tens of microseconds) next to milliseconds of scoring. */
+static void
+close_after_response (SoupServer *soup, SoupServerMessage *msg, gpointer user_data)
+{
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+}
+
 static void
 handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
 {
@@ -875,6 +888,8 @@ sedp_server_new (gsize max_body)
   server->soup = soup_server_new ("server-header", "sedp ", NULL);
   soup_server_add_early_handler (server->soup, NULL, early_handler, server, NULL);
   soup_server_add_handler (server->soup, NULL, handler, server, NULL);
+  if (soup_get_major_version () == 3 && soup_get_minor_version () < 3)
+    g_signal_connect (server->soup, "request-started", G_CALLBACK (close_after_response), NULL);
   return server;
 }
 

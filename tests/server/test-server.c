@@ -851,6 +851,83 @@ test_warmup_bad_file (void)
   g_rmdir (dir);
 }
 
+/* Open sockets of the server process. */
+static guint
+server_open_fds (Server *s)
+{
+  g_autofree char *dir = g_strdup_printf ("/proc/%s/fd", g_subprocess_get_identifier (s->proc));
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+  while (d && g_dir_read_name (d))
+    n++;
+  return n;
+}
+
+/* One keep-alive GET of /healthz that the client closes once it has the answer: the way load
+ * balancers and pooled clients end connections. Returns the status (0: no answer). */
+static int
+get_then_close (guint port)
+{
+  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((guint16) port)};
+  sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  int rc;
+  while ((rc = connect (fd, (struct sockaddr *) &sa, sizeof sa)) != 0 && errno == EINTR)
+    ;
+  const char req[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  int status = 0;
+  if (rc == 0 && send (fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t) (sizeof req - 1)) {
+    g_autoptr (GString) in = g_string_new (NULL);
+    char buf[4096];
+    gsize want = G_MAXSIZE;
+    while (in->len < want) {
+      ssize_t n = recv (fd, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      g_string_append_len (in, buf, n);
+      const char *end = strstr (in->str, "\r\n\r\n");
+      g_autofree char *head = end ? g_ascii_strdown (in->str, end - in->str) : NULL;
+      const char *cl = head ? strstr (head, "content-length:") : NULL;
+      if (cl)
+        want = (gsize) (end + 4 - in->str) + (gsize) g_ascii_strtoull (cl + 15, NULL, 10);
+    }
+    sscanf (in->str, "HTTP/1.%*d %d", &status);
+  }
+  close (fd);
+  return status;
+}
+
+/* Connections that clients close (idle, after their answer) are closed by the server too: its
+ * open sockets do not grow with the number of connections (libsoup 3.2 leaked one each). */
+static void
+test_client_closed_connections (void)
+{
+  Server s;
+  const char *const pipelines[] = {basic_pipeline, NULL};
+  CU_ASSERT_TRUE_FATAL (server_start (&s, pipelines, NULL));
+  CU_ASSERT_EQUAL (get_then_close (s.port), 200);
+  g_usleep (100000);
+  guint before = server_open_fds (&s);
+  const guint n = g_getenv ("SEDP_VALGRIND") ? 60 : 300;
+  guint ok = 0;
+  for (guint i = 0; i < n; i++)
+    ok += get_then_close (s.port) == 200;
+  CU_ASSERT_EQUAL (ok, n);
+  guint after = 0;
+  for (guint t = 0; t < 50; t++) { /* the server closes its side as it sees the client's */
+    g_usleep (20000);
+    after = server_open_fds (&s);
+    if (after <= before + 2)
+      break;
+  }
+  if (after > before + 2)
+    fprintf (stderr, "\n  open descriptors: %u before, %u after %u connections\n", before, after, n);
+  CU_ASSERT (after <= before + 2);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -892,6 +969,7 @@ main (void)
     T (test_client_disconnect),
     T (test_feedback_invalidates),
     T (test_command_line),
+    T (test_client_closed_connections),
     T (test_warmup_healthz),
     T (test_warmup_fails),
     T (test_warmup_bad_file),
