@@ -227,7 +227,7 @@ div_by_count (const SedpNnModel *m, const char *sum, const char *ids)
   if (g < 0 || strcmp (m->nodes[g].op_type, "Gather") != 0 || m->nodes[g].n_inputs != 2)
     return -1;
   const SedpNnAttr *axis = sedp_nn_node_attr (&m->nodes[g], "axis");
-  gint64 idx[2];
+  gint64 idx[2] = {0, 0};
   if ((axis && axis->i != 0) || const_ints (m, m->nodes[g].inputs[1], idx, 1) != 1 || idx[0] != 1)
     return -1;
   int sh = producer (m, m->nodes[g].inputs[0]);
