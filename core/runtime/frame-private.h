@@ -81,3 +81,7 @@ SEDP_API SedpFrame *sedp_frame_to_broadcast (const SedpFrame *request_frame) G_G
 /* The kind of a frame: FRAME_KIND_REQUEST (0) or FRAME_KIND_ITEMS (1). */
 SEDP_API void sedp_frame_set_kind (SedpFrame *frame, int kind);
 SEDP_API int sedp_frame_get_kind (const SedpFrame *frame);
+
+/* Removes the column at @index (0 .. n_columns - 1); later columns move down by one. For callers
+ * that already walk the columns, without a second search by name. */
+SEDP_API void sedp_frame_remove_column_at (SedpFrame *frame, guint index);

@@ -431,11 +431,18 @@ sedp_frame_remove_column (SedpFrame *frame, const char *name)
   int i = frame_find (frame, name);
   if (i < 0)
     return FALSE;
-  sedp_column_unref (frame->columns[i]);
-  memmove (frame->columns + i, frame->columns + i + 1,
-           (frame->n_columns - (guint) i - 1) * sizeof (SedpColumn *));
-  frame->n_columns--;
+  sedp_frame_remove_column_at (frame, (guint) i);
   return TRUE;
+}
+
+void
+sedp_frame_remove_column_at (SedpFrame *frame, guint index)
+{
+  g_return_if_fail (frame != NULL && index < frame->n_columns);
+  sedp_column_unref (frame->columns[index]);
+  memmove (frame->columns + index, frame->columns + index + 1,
+           (frame->n_columns - index - 1) * sizeof (SedpColumn *));
+  frame->n_columns--;
 }
 
 gboolean

@@ -209,14 +209,12 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
 static void
 drop_columns (Stage *s, SedpFrame *frame)
 {
-  for (guint c = sedp_frame_get_n_columns (frame); c-- > 0;) {
-    const char *name = sedp_column_get_name (sedp_frame_get_column_at (frame, c));
+  for (guint c = frame->n_columns; c-- > 0;)
     for (guint k = 0; s->drop[k]; k++)
-      if (g_pattern_spec_match_string (s->drop[k], name)) {
-        sedp_frame_remove_column (frame, name);
+      if (g_pattern_spec_match_string (s->drop[k], frame->columns[c]->name)) {
+        sedp_frame_remove_column_at (frame, c);
         break;
       }
-  }
 }
 
 static void
