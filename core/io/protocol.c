@@ -447,11 +447,13 @@ wire_floats (WireDecode *d, Wire *w, PbValue *v)
   gboolean bad, ok = TRUE;
   while (ok && wire_tag (w, &field, &type, &bad)) {
     if (field == 1 && (type == WT_LEN || type == WT_I32)) {
-      Wire run = {w->p, w->p + 4};
-      if (type == WT_LEN)
+      Wire run;
+      if (type == WT_LEN) {
         ok = wire_len (w, &run) && (run.end - run.p) % 4 == 0;
-      else
-        ok = w->end - w->p >= 4 && (w->p += 4, TRUE);
+      } else if ((ok = w->end - w->p >= 4)) { /* one unpacked float */
+        run.p = w->p;
+        run.end = w->p += 4;
+      }
       if (!ok)
         break;
       guint n = (guint) ((run.end - run.p) / 4);
@@ -476,6 +478,7 @@ wire_floats (WireDecode *d, Wire *w, PbValue *v)
   }
   return ok && !bad;
 }
+
 /* A Feature message into @v (SRC_NONE when it sets no value). */
 static gboolean
 wire_feature (WireDecode *d, Wire *w, PbValue *v)
@@ -518,14 +521,23 @@ wire_feature (WireDecode *d, Wire *w, PbValue *v)
   return !bad;
 }
 
+/* Where row @row of @b stands in the request, for messages: "user" or "items[ROW]". */
+static const char *
+row_path (const PbBuilder *b, guint row, char *buf, gsize size)
+{
+  if (strcmp (b->what, "items") != 0)
+    return b->what;
+  g_snprintf (buf, size, "items[%u]", row);
+  return buf;
+}
+
 /* One entry of a `map<string, Feature> features` (key 1, value 2) into row @row of @b. An entry
  * without a value sets nothing. */
 static gboolean
 wire_feature_entry (WireDecode *d, Wire *w, PbBuilder *b, guint row, GError **error)
 {
-  /* "items[ROW]" or "user", formatted only for a message */
-  char path[32];
-#define PATH() (g_strcmp0 (b->what, "user") == 0 ? "user" : (g_snprintf (path, sizeof path, "items[%u]", row), path))
+  char path[32]; /* for messages only */
+#define PATH() row_path (b, row, path, sizeof path)
   const guint8 *key = (const guint8 *) "";
   gsize key_len = 0;
   PbValue v = {SRC_NONE};
