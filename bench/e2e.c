@@ -177,15 +177,16 @@ main (int argc, char **argv)
       fprintf (stderr, "e2e: --model-cpus: %s\n", error->message);
       return 2;
     }
-    GString *others = g_string_new (NULL);
+    g_autofree guint *rest = g_new (guint, MAX (n_cpus, 1));
+    guint n_rest = 0;
     for (long c = 0; c < n_cpus; c++) {
       gboolean taken = FALSE;
       for (guint k = 0; k < n_model; k++)
         taken |= mc[k] == (guint) c;
       if (!taken)
-        g_string_append_printf (others, "%s%ld", others->len ? "," : "", c);
+        rest[n_rest++] = (guint) c;
     }
-    other_cpus = g_string_free (others, others->len == 0);
+    other_cpus = n_rest ? sedp_cpu_list_to_string (rest, n_rest) : NULL;
   }
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
   GString *copy = g_string_new (NULL);
