@@ -3,6 +3,7 @@
  * selection, column mapping, per-event and per-row errors, create errors. */
 #define _GNU_SOURCE
 #include "nn-test.h"
+#include "../runtime/runtime-helpers.h"
 
 #include "graph/graph.h"
 #include "nn/synth.h"
@@ -194,24 +195,12 @@ make_req (guint seq, const ReqSpec *spec)
 
 /* ---- pipelines ---- */
 
-static SedpRegistry *registry;
-
-static SedpRegistry *
-get_registry (void)
-{
-  if (registry == NULL) {
-    const char *dirs[] = {SEDP_TEST_PLUGIN_DIR, NULL};
-    registry = sedp_registry_new (dirs);
-  }
-  return registry;
-}
-
 /* A pipeline (not started) from text, or NULL with @error. */
 static SedpPipeline *
 new_pipeline (const char *text, GError **error)
 {
   SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), "test.pipeline", error);
-  SedpGraph *graph = spec ? sedp_graph_compile (spec, get_registry (), error) : NULL;
+  SedpGraph *graph = spec ? sedp_graph_compile (spec, runtime_registry (), error) : NULL;
   return graph ? sedp_pipeline_new (graph, error) : NULL;
 }
 
@@ -250,53 +239,6 @@ start (const char *model, const char *extra)
     fprintf (stderr, "\n  pipeline error: %s\n", error->message);
   CU_ASSERT_PTR_NOT_NULL_FATAL (p);
   return p;
-}
-
-typedef struct {
-  GMutex lock;
-  GCond cond;
-  GPtrArray *done;
-} Collector;
-
-static void
-collector_init (Collector *c)
-{
-  g_mutex_init (&c->lock);
-  g_cond_init (&c->cond);
-  c->done = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_request_unref);
-}
-
-static void
-collector_clear (Collector *c)
-{
-  g_ptr_array_unref (c->done);
-  g_mutex_clear (&c->lock);
-  g_cond_clear (&c->cond);
-}
-
-static void
-collector_done (SedpRequest *r, gpointer data)
-{
-  Collector *c = data;
-  g_mutex_lock (&c->lock);
-  g_ptr_array_add (c->done, sedp_request_ref (r));
-  g_cond_broadcast (&c->cond);
-  g_mutex_unlock (&c->lock);
-}
-
-static guint
-collector_wait (Collector *c, guint n, double seconds)
-{
-  gint64 end = g_get_monotonic_time () + (gint64) (seconds * 1e6);
-  if (g_getenv ("SEDP_VALGRIND"))
-    end += (gint64) (seconds * 20e6);
-  g_mutex_lock (&c->lock);
-  while (c->done->len < n)
-    if (!g_cond_wait_until (&c->cond, &c->lock, end))
-      break;
-  guint got = c->done->len;
-  g_mutex_unlock (&c->lock);
-  return got;
 }
 
 /* Submits requests seq 0..n-1 made from specs[seq] and waits for all. */
@@ -1033,8 +975,8 @@ teardown (void)
   g_free (tmp_dir);
   g_free (model_path);
   g_free (fixed_model_path);
-  if (registry)
-    sedp_registry_free (registry);
+  if (test_registry)
+    sedp_registry_free (test_registry);
   return 0;
 }
 
