@@ -25,6 +25,12 @@ enum { SEG_WINDOW = 1, SEG_PROBATION, SEG_PROTECTED };
  * entry it found, with REF: a protected node hit since it last came to the segment's front
  * (second chance). */
 #define REF 0x100u
+/* SAT: the key's four sketch counters were all at their maximum (15) when last counted, and no
+ * halving has happened since. Counters only grow between halvings, so counting the key again
+ * would change nothing (conservative update raises only counters below 15): a hit on a key so
+ * marked skips the sketch and its two cache misses, with exactly the same result. Every halving
+ * clears the marks (sat_clear). */
+#define SAT 0x200u
 #define SEG(p, n) (AUX (p, n))
 
 /* LFU: the keys of one frequency, most recent first; buckets in ascending frequency. */
@@ -62,6 +68,7 @@ typedef struct {
   guint64 door_mask;
   guint64 additions;
   guint64 sample;
+  guint64 resets;       /* halvings so far */
 } Sketch;
 
 struct _SedpCachePolicy {
@@ -85,6 +92,7 @@ struct _SedpCachePolicy {
   guint32 bucket_first; /* lowest frequency */
   guint64 accesses;
   guint64 period;
+  guint64 sat_resets;   /* W-TinyLFU: the sketch's halvings when the SAT marks were last valid */
 };
 
 gboolean
@@ -285,10 +293,12 @@ sketch_reset (Sketch *s)
   if (s->door)
     memset (s->door, 0, (s->door_mask + 1) / 8);
   s->additions /= 2;
+  s->resets++;
 }
 
-/* Counts one access in blocks @b0, @b1 (no doorkeeper, no sample period). */
-static inline void
+/* Counts one access in blocks @b0, @b1 (no doorkeeper, no sample period). Returns whether the
+ * key's counters are all at 15 now. */
+static inline gboolean
 sketch_count (guint64 *b0, guint64 *b1, guint64 h)
 {
   guint64 *b[2] = {b0, b1};
@@ -298,11 +308,12 @@ sketch_count (guint64 *b0, guint64 *b1, guint64 h)
     m = MIN (m, v[r]);
   }
   if (m == 15)
-    return;
+    return TRUE;
   /* Conservative update: raise only the counters at the minimum. */
   for (guint r = 0; r < 4; r++)
     if (v[r] == m)
       b[r >> 1][sketch_word (h, r)] += 1ull << sketch_shift (h, r);
+  return m == 14;
 }
 
 static inline void
@@ -314,12 +325,6 @@ sketch_increment_hash (Sketch *s, guint64 h)
     sketch_count (sketch_block (s, h), sketch_block2 (s, h), h);
   if (G_UNLIKELY (++s->additions >= s->sample))
     sketch_reset (s);
-}
-
-static inline void
-sketch_increment (Sketch *s, guint64 key)
-{
-  sketch_increment_hash (s, sketch_hash (key));
 }
 
 /* ---- LFU with aging ---- */
@@ -522,7 +527,8 @@ static inline void
 set_seg (SedpCachePolicy *p, guint32 n, SedpIndexSlot *e, guint32 seg)
 {
   AUX (p, n) = seg;
-  (e ? e : node_entry (p, n))->tag = seg;
+  SedpIndexSlot *entry = e ? e : node_entry (p, n);
+  entry->tag = seg | (entry->tag & SAT);
 }
 
 /* The protected segment is an LRU list with second chance (CLOCK): a hit only marks the key's
@@ -539,7 +545,7 @@ protected_tail (SedpCachePolicy *p)
     SedpIndexSlot *e = node_entry (p, t);
     if (!(e->tag & REF))
       return t;
-    e->tag = SEG_PROTECTED;
+    e->tag &= ~REF;
     list_to_front (p, &p->protected_, t);
   }
 }
@@ -549,6 +555,25 @@ static guint32
 tiny_main_victim (SedpCachePolicy *p)
 {
   return p->probation.tail != NIL ? p->probation.tail : protected_tail (p);
+}
+
+/* Forgets every SAT mark (after a halving). */
+static void
+sat_clear (SedpCachePolicy *p)
+{
+  for (guint64 i = 0; i <= p->index.mask; i++)
+    p->index.slots[i].tag &= ~SAT;
+  p->sat_resets = p->sketch.resets;
+}
+
+/* Counts an access of the key hashed @h (sketch_hash()) in the sketch; when that halves the
+ * counters, the SAT marks go. */
+static inline void
+tiny_count (SedpCachePolicy *p, guint64 h)
+{
+  sketch_increment_hash (&p->sketch, h);
+  if (G_UNLIKELY (p->sketch.resets != p->sat_resets))
+    sat_clear (p);
 }
 
 /* A hit on the key of index entry @e (its access already counted in the sketch). */
@@ -580,7 +605,7 @@ static gboolean
 tiny_access (SedpCachePolicy *p, guint64 key, guint32 *slot, gboolean *admitted, guint64 *evicted,
              gboolean *has_evicted)
 {
-  sketch_increment (&p->sketch, key);
+  tiny_count (p, sketch_hash (key));
   SedpIndexSlot *e = sedp_index_find (&p->index, key);
   if (e) {
     tiny_hit (p, e);
@@ -701,7 +726,7 @@ sedp_cache_policy_access_slot (SedpCachePolicy *p, guint64 key, gboolean *hit, g
   if (p->cap == 0) {
     h = FALSE;
     if (p->kind == SEDP_CACHE_TINYLFU)
-      sketch_increment (&p->sketch, key);
+      tiny_count (p, sketch_hash (key));
   } else if (p->kind == SEDP_CACHE_LRU) {
     h = lru_access (p, key, &slot, &adm, &ev, &has);
   } else if (p->kind == SEDP_CACHE_LFU) {
@@ -743,7 +768,7 @@ sedp_cache_policy_hit (SedpCachePolicy *p, guint64 key)
   } else if (p->kind == SEDP_CACHE_LFU) {
     lfu_hit (p, n);
   } else {
-    sketch_increment (&p->sketch, key);
+    tiny_count (p, sketch_hash (key));
     tiny_hit (p, e);
   }
   return n;
@@ -777,19 +802,14 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
   for (guint c = 0; c < n; c += HIT_CHUNK) {
     guint m = MIN (HIT_CHUNK, n - c);
     guint32 *sl = slots + c;
-    /* 1. Hash; prefetch the index entries and sketch blocks. */
+    /* 1. Hash; prefetch the index entries. */
     for (guint i = 0; i < m; i++) {
-      guint64 key = KEY (i);
-      ih[i] = sedp_mix64 (key);
+      ih[i] = sedp_mix64 (KEY (i));
       __builtin_prefetch (sedp_index_home (&p->index, ih[i]));
-      if (tiny) {
-        sh[i] = sketch_hash (key);
-        __builtin_prefetch (sketch_block (&p->sketch, sh[i]));
-        __builtin_prefetch (sketch_block2 (&p->sketch, sh[i]));
-      }
     }
-    /* 2. Look the keys up; prefetch the nodes a hit will relink (for W-TinyLFU, not a protected
-     * one's: its hit is a mark in the index entry) and the values. */
+    /* 2. Look the keys up; prefetch the sketch blocks a hit will count in (for W-TinyLFU, not a
+     * saturated key's: SAT), the nodes it will relink (not a protected key's: its hit is a mark in
+     * the index entry) and the values. */
     guint found = 0;
     for (guint i = 0; i < m; i++) {
       SedpIndexSlot *e = ent[i] = sedp_index_find_hashed (&p->index, KEY (i), ih[i]);
@@ -797,6 +817,11 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
       if (s == NIL)
         continue;
       found++;
+      if (tiny && !(e->tag & SAT)) {
+        sh[i] = sketch_hash (KEY (i));
+        __builtin_prefetch (sketch_block (&p->sketch, sh[i]));
+        __builtin_prefetch (sketch_block2 (&p->sketch, sh[i]));
+      }
       if (!tiny || (e->tag & 0xffu) != SEG_PROTECTED)
         __builtin_prefetch (&p->nodes[s]);
       if (vbase) {
@@ -828,9 +853,12 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
       for (guint i = 0; i < m; i++) {
         if (sl[i] == NIL)
           continue;
+        SedpIndexSlot *e = ent[i];
         guint64 h = sh[i];
-        sketch_count (table + (h & bmask) * 8, table + (((h * 0x9E3779B97F4A7C15ull) >> 20) & bmask) * 8, h);
-        tiny_hit (p, ent[i]);
+        if (!(e->tag & SAT) &&
+            sketch_count (table + (h & bmask) * 8, table + (((h * 0x9E3779B97F4A7C15ull) >> 20) & bmask) * 8, h))
+          e->tag |= SAT;
+        tiny_hit (p, e);
       }
       sk->additions += found;
       continue;
@@ -840,7 +868,8 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
       if (s == NIL)
         continue;
       if (tiny) {
-        sketch_increment_hash (&p->sketch, sh[i]);
+        /* (A halving here clears the marks: sh[] is not set for every key marked in pass 2.) */
+        tiny_count (p, sketch_hash (KEY (i)));
         tiny_hit (p, ent[i]);
       } else if (p->kind == SEDP_CACHE_LRU) {
         lru_hit (p, s);
