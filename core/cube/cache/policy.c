@@ -597,7 +597,8 @@ tiny_hit (SedpCachePolicy *p, SedpIndexSlot *e)
     }
     break;
   default:
-    e->tag |= REF;
+    if (!(e->tag & REF)) /* (a store only when it changes something: a clean line stays clean) */
+      e->tag |= REF;
   }
 }
 
