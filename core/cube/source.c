@@ -229,6 +229,7 @@ sedp_cube_source_open (const SedpCubeSourceOptions *o, GError **error)
     .disk_entries = o->disk_entries,
     .disk_path = o->disk_path,
     .policy = o->policy, /* NULL: the cache's default */
+    .threads = o->threads,
   };
   SedpCubeSource *front = sedp_cube_source_new_cached (remote, &co, error);
   return front && has_key ? keyed_new (front, hash_key) : front;

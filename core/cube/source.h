@@ -60,12 +60,16 @@ SEDP_API gboolean sedp_cube_push (SedpCube *cube, const SedpRedisOptions *option
  * @disk_entries: capacity of the disk tier, in keys (0: no disk tier)
  * @disk_path: the file of the disk tier
  * @policy: "lfu" (frequency with aging, as in JiZhi) or "tinylfu" (W-TinyLFU) or "lru"
+ * @threads: how many threads look up at once (0: as many as there are processors); the cache
+ *   is split into that many shards, each with its own locks, or fewer (at most the processors,
+ *   16, and one per 4 096 memory entries) — one caller pays nothing for shards it cannot contend
  */
 typedef struct {
   guint64 memory_entries;
   guint64 disk_entries;
   const char *disk_path;
   const char *policy;
+  guint threads;
 } SedpCubeCacheOptions;
 
 /* The cube cache in front of @remote (takes ownership): memory tier, then disk tier, then the

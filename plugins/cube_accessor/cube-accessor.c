@@ -217,6 +217,7 @@ accessor_create (SedpStageContext *ctx, GError **error)
   o.disk_entries = (guint64) sedp_stage_context_get_int (ctx, "disk_entries");
   o.disk_path = sedp_stage_context_get_string (ctx, "disk_path");
   o.policy = sedp_stage_context_get_string (ctx, "policy");
+  o.threads = MAX (sedp_stage_context_get_parallelism (ctx), 1); /* the workers share the source */
   GError *local = NULL;
   a->source = sedp_cube_source_open (&o, &local);
   if (a->source == NULL) {

@@ -64,6 +64,8 @@ typedef struct _SedpCubeSource SedpCubeSource;
  * @disk_entries: cached: keys in the disk tier (0: none)
  * @disk_path: cached: the disk tier's file
  * @policy: cached: "tinylfu", "lfu" or "lru" (%NULL: the cache's default)
+ * @threads: cached: how many threads look up at once (0: as many as processors); the cache has
+ *   no more shards (locks) than that
  *
  * What sedp_cube_source_open() opens. Zero-fill it, then set what the backend needs.
  */
@@ -79,7 +81,8 @@ typedef struct {
   guint64 disk_entries;
   const char *disk_path;
   const char *policy;
-  gpointer _reserved[SEDP_PADDING];
+  guint threads;
+  gpointer _reserved[SEDP_PADDING - 1];
 } SedpCubeSourceOptions;
 
 /**

@@ -417,7 +417,7 @@ test_concurrent_sharded (void)
   check_concurrent (SEDP_CACHE_LRU, 2);
 }
 
-/* The public constructor picks the shards by size. */
+/* The public constructor picks the shards by size and by the threads that call. */
 static void
 test_automatic_shards (void)
 {
@@ -430,6 +430,15 @@ test_automatic_shards (void)
   guint procs = (guint) g_get_num_processors (), want = 1;
   while (want * 2 <= MIN (procs, 16u))
     want *= 2;
+  CU_ASSERT_EQUAL (sedp_cube_source_cached_get_shards (s), want);
+  sedp_cube_source_free (s);
+  /* As many shards as threads that call (at most the processors): one caller, one shard. */
+  o.threads = 1;
+  s = sedp_cube_source_new_cached (&fake_new ()->parent, &o, NULL);
+  CU_ASSERT_EQUAL (sedp_cube_source_cached_get_shards (s), 1);
+  sedp_cube_source_free (s);
+  o.threads = 64;
+  s = sedp_cube_source_new_cached (&fake_new ()->parent, &o, NULL);
   CU_ASSERT_EQUAL (sedp_cube_source_cached_get_shards (s), want);
   guint bad = 0;
   const guint64 keys[] = {7, 8, 9, 10};

@@ -560,10 +560,12 @@ sedp_cube_source_new_cached_sharded (SedpCubeSource *remote, const SedpCubeCache
   s->value_bytes = (gsize) remote->dim * sizeof (float);
   s->fd = -1;
   if (n_shards == 0) {
-    /* More shards than processors only split batches into smaller pieces (measured: bench/run
-     * cube, docs/storage.md), and tiny shards make the policies coarse. */
+    /* More shards than processors, or than threads that call at once, only split batches into
+     * smaller pieces (measured: bench/run cube, docs/storage.md), and tiny shards make the
+     * policies coarse. */
     guint procs = (guint) MAX (g_get_num_processors (), 1);
-    n_shards = (guint) MIN ((guint64) MIN (procs, 16u), MAX (options->memory_entries / 4096, 1));
+    guint callers = options->threads ? MIN (options->threads, procs) : procs;
+    n_shards = (guint) MIN ((guint64) MIN (callers, 16u), MAX (options->memory_entries / 4096, 1));
   }
   guint shards = 1, bits = 0;
   while (shards * 2 <= MIN (n_shards, 1024u)) {
