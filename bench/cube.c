@@ -508,8 +508,9 @@ lookup_benchmark (gboolean quick)
   }
   fflush (stdout);
 
-  /* The cube cache's memory tier alone: every key resident (a working set of 50 000 keys). */
-  SedpCubeCacheOptions co = {.memory_entries = 65536, .policy = "tinylfu"};
+  /* The cube cache's memory tier alone: every key resident (a working set of 50 000 keys), one
+   * thread calling (so one shard). */
+  SedpCubeCacheOptions co = {.memory_entries = 65536, .policy = "tinylfu", .threads = 1};
   SedpCubeSource *front = sedp_cube_source_new_cached (local, &co, &error); /* takes local */
   local = NULL;
   g_autofree guint64 *resident = make_batches (keys, 50000, NULL, 3);
@@ -586,7 +587,7 @@ lookup_benchmark (gboolean quick)
     /* Behind the cube cache: memory tier 0.1 %, disk tier 1 %, jizhi-shaped keys, warmed up. */
     g_autofree char *disk_path = g_build_filename (tmp, "tier.cache", NULL);
     SedpCubeCacheOptions rc = {.memory_entries = n_keys / 1000, .disk_entries = n_keys / 100,
-                               .disk_path = disk_path, .policy = "tinylfu"};
+                               .disk_path = disk_path, .policy = "tinylfu", .threads = 1};
     SedpCubeSource *cached = sedp_cube_source_new_cached (redis, &rc, &error);
     if (cached == NULL) {
       fprintf (stderr, "bench: %s\n", error->message);
