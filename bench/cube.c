@@ -517,6 +517,18 @@ lookup_benchmark (gboolean quick)
   lookups_per_s (front, resident, secs / 2);
   double tier_rate = lookups_per_s (front, resident, secs);
   printf ("RESULT cache_memory_tier_lookups_per_s=%.0f\n", tier_rate);
+  if (g_getenv ("TIERONLY")) {
+    double A[40], B[40], r[40];
+    for (int i = 0; i < 40; i++) {
+      g_setenv ("ABL", "1", TRUE);
+      A[i] = lookups_per_s (front, resident, 0.25) / 1e6;
+      g_unsetenv ("ABL");
+      B[i] = lookups_per_s (front, resident, 0.25) / 1e6;
+      r[i] = B[i] / A[i];
+    }
+    printf ("TIER old %.1f new %.1f ratio-median %.3f\n", bench_quantile (A, 40, 0.5), bench_quantile (B, 40, 0.5), bench_quantile (r, 40, 0.5));
+    exit (0);
+  }
   fflush (stdout);
 
   /* Contention: four threads on a cache in front of the local cube (memory 1 %, jizhi keys),

@@ -811,7 +811,7 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
     /* 2. Look the keys up; prefetch the sketch blocks a hit will count in (for W-TinyLFU, not a
      * saturated key's: SAT), the nodes it will relink (not a protected key's: its hit is a mark in
      * the index entry) and the values. */
-    guint found = 0;
+    guint found = 0, relink = 0;
     for (guint i = 0; i < m; i++) {
       SedpIndexSlot *e = ent[i] = sedp_index_find_hashed (&p->index, KEY (i), ih[i]);
       guint32 s = sl[i] = e ? e->value : NIL;
@@ -823,9 +823,13 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
         __builtin_prefetch (sketch_block (&p->sketch, sh[i]));
         __builtin_prefetch (sketch_block2 (&p->sketch, sh[i]));
       }
-      if (!tiny || (e->tag & 0xffu) != SEG_PROTECTED)
+      if (!tiny || (e->tag & 0xffu) != SEG_PROTECTED) {
         __builtin_prefetch (&p->nodes[s]);
-      if (vbase) {
+        relink++;
+      }
+      if (vbase && value_bytes == 64) {
+        __builtin_prefetch (vbase + (gsize) s * 64); /* (dim 16: one line) */
+      } else if (vbase) {
         const char *v = vbase + (gsize) s * value_bytes;
         for (gsize off = 0; off < value_bytes; off += 64)
           __builtin_prefetch (v + off);
@@ -833,8 +837,8 @@ sedp_cache_policy_hit_many (SedpCachePolicy *p, const guint64 *keys, const guint
           __builtin_prefetch (v + value_bytes - 1);
       }
     }
-    /* 3. Prefetch the list neighbours a hit will relink. */
-    if (p->kind != SEDP_CACHE_LFU) {
+    /* 3. Prefetch the list neighbours a hit will relink (if a hit will). */
+    if (p->kind != SEDP_CACHE_LFU && relink) {
       for (guint i = 0; i < m; i++) {
         if (sl[i] == NIL || (tiny && (ent[i]->tag & 0xffu) == SEG_PROTECTED))
           continue;
