@@ -479,6 +479,34 @@ test_sketch_blocks (void)
   sedp_cache_policy_free (p);
 }
 
+/* A key two of whose counters are the same cell (its two blocks are one, and the two counters'
+ * bits agree) counts up to 15 and stays there: the cell is raised once per access, never carried
+ * into its neighbour. */
+static void
+test_sketch_aliased_counters (void)
+{
+  SedpCachePolicy *p = sedp_cache_policy_new (SEDP_CACHE_TINYLFU, 16); /* 4 blocks */
+  guint64 key = 0;
+  gboolean found = FALSE;
+  for (guint64 k = 1; k < 1000000 && !found; k++) {
+    guint64 word[4];
+    guint shift[4];
+    sedp_cache_policy_sketch_cells (p, k, word, shift);
+    if ((word[0] == word[2] && shift[0] == shift[2]) || (word[1] == word[3] && shift[1] == shift[3])) {
+      key = k;
+      found = TRUE;
+    }
+  }
+  CU_ASSERT_FATAL (found);
+  guint bad = 0;
+  for (guint i = 1; i <= 40; i++) {
+    sedp_cache_policy_access (p, key, NULL, NULL, NULL);
+    bad += sedp_cache_policy_frequency (p, key) != MIN (i, 15);
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp_cache_policy_free (p);
+}
+
 /* sedp_cache_policy_hit_many() records what one sedp_cache_policy_hit() per key records: the same
  * slots, and policies that go on to behave the same. */
 static void
@@ -566,6 +594,7 @@ main (void)
   T (test_belady_brute_force);
   T (test_belady_long_trace);
   T (test_sketch_blocks);
+  T (test_sketch_aliased_counters);
   T (test_hit_many);
   return sedp_test_run ();
 }

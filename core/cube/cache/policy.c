@@ -309,10 +309,15 @@ sketch_count (guint64 *b0, guint64 *b1, guint64 h)
   }
   if (m == 15)
     return TRUE;
-  /* Conservative update: raise only the counters at the minimum. */
-  for (guint r = 0; r < 4; r++)
-    if (v[r] == m)
-      b[r >> 1][sketch_word (h, r)] += 1ull << sketch_shift (h, r);
+  /* Conservative update: raise only the counters at the minimum. A counter is read again before
+   * it is raised: when the two blocks are one, two of a key's counters can be the same cell, which
+   * must be raised once (twice would carry a 15 into the next counter). */
+  for (guint r = 0; r < 4; r++) {
+    guint64 *w = &b[r >> 1][sketch_word (h, r)];
+    guint shift = sketch_shift (h, r);
+    if (v[r] == m && ((*w >> shift) & 15) == m)
+      *w += 1ull << shift;
+  }
   return m == 14;
 }
 
