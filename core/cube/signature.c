@@ -14,6 +14,13 @@ sedp_cube_sodium_init (void)
   }
 }
 
+gboolean
+sedp_cube_hash_key_parse (const char *hex, guint8 *hash_key)
+{
+  g_return_val_if_fail (hex != NULL && hash_key != NULL, FALSE);
+  return cube_unhex (hex, hash_key, SEDP_CUBE_HASH_KEY_BYTES);
+}
+
 guint64
 sedp_signature (const guint8 *hash_key, guint32 slot, guint64 id)
 {

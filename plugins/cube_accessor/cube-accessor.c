@@ -160,20 +160,6 @@ parse_pooling (Accessor *a, const char *const *items, GError **error)
   return TRUE;
 }
 
-static gboolean
-parse_hex_key (const char *hex, guint8 *key)
-{
-  if (strlen (hex) != 2 * SEDP_CUBE_HASH_KEY_BYTES)
-    return FALSE;
-  for (guint k = 0; k < SEDP_CUBE_HASH_KEY_BYTES; k++) {
-    int hi = g_ascii_xdigit_value (hex[2 * k]), lo = g_ascii_xdigit_value (hex[2 * k + 1]);
-    if (hi < 0 || lo < 0)
-      return FALSE;
-    key[k] = (guint8) (hi << 4 | lo);
-  }
-  return TRUE;
-}
-
 static gpointer
 accessor_create (SedpStageContext *ctx, GError **error)
 {
@@ -231,7 +217,7 @@ accessor_create (SedpStageContext *ctx, GError **error)
   a->dim = sedp_cube_source_get_dim (a->source);
 
   const char *hex = sedp_stage_context_get_string (ctx, "hash_key");
-  if (hex && !parse_hex_key (hex, a->hash_key)) {
+  if (hex && !sedp_cube_hash_key_parse (hex, a->hash_key)) {
     config_error (error, "hash_key: expected %d hex digits, got '%s'",
                   2 * SEDP_CUBE_HASH_KEY_BYTES, hex);
     goto fail;

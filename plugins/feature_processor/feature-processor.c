@@ -271,20 +271,6 @@ parse_filter (GArray *ts, const char *text, GError **error)
 }
 
 static gboolean
-parse_hex_key (const char *hex, guint8 *key)
-{
-  if (strlen (hex) != 2 * SEDP_CUBE_HASH_KEY_BYTES)
-    return FALSE;
-  for (guint k = 0; k < SEDP_CUBE_HASH_KEY_BYTES; k++) {
-    int hi = g_ascii_xdigit_value (hex[2 * k]), lo = g_ascii_xdigit_value (hex[2 * k + 1]);
-    if (hi < 0 || lo < 0)
-      return FALSE;
-    key[k] = (guint8) (hi << 4 | lo);
-  }
-  return TRUE;
-}
-
-static gboolean
 read_key (Processor *p, SedpStageContext *ctx, GError **error)
 {
   const char *hex = sedp_stage_context_get_string (ctx, "hash_key");
@@ -295,7 +281,7 @@ read_key (Processor *p, SedpStageContext *ctx, GError **error)
     return FALSE;
   }
   if (hex) {
-    if (!parse_hex_key (hex, p->key)) {
+    if (!sedp_cube_hash_key_parse (hex, p->key)) {
       g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
                    "hash_key: expected %d hex digits, got '%s'", 2 * SEDP_CUBE_HASH_KEY_BYTES, hex);
       return FALSE;

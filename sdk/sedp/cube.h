@@ -43,6 +43,15 @@ typedef enum {
 SEDP_API guint64 sedp_signature (const guint8 *hash_key, guint32 slot, guint64 id);
 
 /**
+ * sedp_cube_hash_key_parse:
+ * @hex: exactly 2 × SEDP_CUBE_HASH_KEY_BYTES hex digits (as `sedp cube info` prints the key)
+ * @hash_key: (out caller-allocates): SEDP_CUBE_HASH_KEY_BYTES bytes
+ *
+ * Returns: whether @hex was such a key (@hash_key is then set).
+ */
+SEDP_API gboolean sedp_cube_hash_key_parse (const char *hex, guint8 *hash_key);
+
+/**
  * SedpCubeSource:
  * Where embeddings come from: a uniform, thread-safe, batched lookup of 64-bit keys into rows of
  * `dim` float32 values. Opaque to plugins.
