@@ -68,7 +68,6 @@ typedef struct {
   guint64 door_mask;
   guint64 additions;
   guint64 sample;
-  guint64 resets;       /* halvings so far */
 } Sketch;
 
 struct _SedpCachePolicy {
@@ -92,7 +91,6 @@ struct _SedpCachePolicy {
   guint32 bucket_first; /* lowest frequency */
   guint64 accesses;
   guint64 period;
-  guint64 sat_resets;   /* W-TinyLFU: the sketch's halvings when the SAT marks were last valid */
 };
 
 gboolean
@@ -293,7 +291,6 @@ sketch_reset (Sketch *s)
   if (s->door)
     memset (s->door, 0, (s->door_mask + 1) / 8);
   s->additions /= 2;
-  s->resets++;
 }
 
 /* Counts one access in blocks @b0, @b1 (no doorkeeper, no sample period). Returns whether the
@@ -321,15 +318,19 @@ sketch_count (guint64 *b0, guint64 *b1, guint64 h)
   return m == 14;
 }
 
-static inline void
+/* Counts one access of the key hashed @h. Returns whether that halved the counters. */
+static inline gboolean
 sketch_increment_hash (Sketch *s, guint64 h)
 {
   if (s->door && !door_test (s, h))
     door_set (s, h);
   else
     sketch_count (sketch_block (s, h), sketch_block2 (s, h), h);
-  if (G_UNLIKELY (++s->additions >= s->sample))
+  if (G_UNLIKELY (++s->additions >= s->sample)) {
     sketch_reset (s);
+    return TRUE;
+  }
+  return FALSE;
 }
 
 /* ---- LFU with aging ---- */
@@ -568,7 +569,6 @@ sat_clear (SedpCachePolicy *p)
 {
   for (guint64 i = 0; i <= p->index.mask; i++)
     p->index.slots[i].tag &= ~SAT;
-  p->sat_resets = p->sketch.resets;
 }
 
 /* Counts an access of the key hashed @h (sketch_hash()) in the sketch; when that halves the
@@ -576,8 +576,7 @@ sat_clear (SedpCachePolicy *p)
 static inline void
 tiny_count (SedpCachePolicy *p, guint64 h)
 {
-  sketch_increment_hash (&p->sketch, h);
-  if (G_UNLIKELY (p->sketch.resets != p->sat_resets))
+  if (G_UNLIKELY (sketch_increment_hash (&p->sketch, h)))
     sat_clear (p);
 }
 
