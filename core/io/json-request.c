@@ -522,37 +522,22 @@ on_boolean (void *ctx, int b)
   return set_feature (d, &v);
 }
 
-/* Where a member name stands, for messages: "items[3].features", "user", "request", … */
-static char *
-key_path (const JsonDecode *d)
-{
-  char rb[32];
-  switch (d->stack[d->top - 1]) {
-  case C_FEATS:
-    return g_strdup_printf ("%s.features", row_path (d, rb));
-  case C_USER:
-  case C_ITEM:
-    return g_strdup (row_path (d, rb));
-  case C_ONEOF:
-  case C_WRAP:
-    return feature_path (d);
-  default:
-    return g_strdup ("request");
-  }
-}
-
-/* A string from the request (a member name when @key), within max_string_bytes, without NUL. */
+/* A string from the request (a feature's name when @key), within max_string_bytes, without
+ * NUL. */
 static int
 check_text (JsonDecode *d, const char *s, gsize len, gboolean key)
 {
+  char rb[32];
   if (len > d->store->limits.max_string_bytes) {
-    g_autofree char *path = key ? key_path (d) : expect_path (d);
+    g_autofree char *path = key ? g_strdup_printf ("%s.features", row_path (d, rb))
+                                : expect_path (d);
     return fail (d, SEDP_PROTOCOL_ERROR_LIMIT, "%s: a string of %" G_GSIZE_FORMAT " bytes, more "
                  "than the limit of %" G_GSIZE_FORMAT " (max_string_bytes)", path, len,
                  d->store->limits.max_string_bytes);
   }
   if (memchr (s, '\0', len)) {
-    g_autofree char *path = key ? key_path (d) : expect_path (d);
+    g_autofree char *path = key ? g_strdup_printf ("%s.features", row_path (d, rb))
+                                : expect_path (d);
     return fail (d, SEDP_PROTOCOL_ERROR_INVALID, "%s: a string holds a NUL character (\\u0000)",
                  path);
   }
@@ -757,16 +742,14 @@ on_map_key (void *ctx, const unsigned char *key, size_t len)
 {
   JsonDecode *d = ctx;
   const char *k = (const char *) key;
-  if (!check_text (d, k, len, TRUE))
-    return 0;
   switch (d->stack[d->top - 1]) {
   case C_REQ:
     return key_request (d, k, len);
   case C_USER:
   case C_ITEM:
     return key_row (d, k, len);
-  case C_FEATS:
-    if (!row_builder_column (d->b, k, len, &d->column, &d->error))
+  case C_FEATS: /* a feature's name */
+    if (!check_text (d, k, len, TRUE) || !row_builder_column (d->b, k, len, &d->column, &d->error))
       return 0;
     d->expect = E_FEATURE;
     return 1;

@@ -3,6 +3,7 @@
 #include "request-file.h"
 
 #include "column-kind.h"
+#include "peek.h"
 #include "request-log.h"
 
 #include "../runtime/frame-private.h"
@@ -260,7 +261,12 @@ sedp_request_from_json (const char *text, gssize length, const char *where, GErr
 {
   g_autoptr (JsonParser) parser = json_parser_new_immutable ();
   g_autoptr (GError) local = NULL;
-  if (!json_parser_load_from_data (parser, text, length, &local)) {
+  gsize size = length < 0 ? strlen (text) : (gsize) length;
+  if (!sedp_json_check_nesting (text, size, SEDP_PROTOCOL_DEFAULT_MAX_DEPTH, &local)) {
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s", where, local->message);
+    return NULL;
+  }
+  if (!json_parser_load_from_data (parser, text, (gssize) size, &local)) {
     g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: invalid JSON: %s", where,
                  local->message);
     return NULL;

@@ -2,6 +2,8 @@
  * turned into requests that carry their message as the payload (decoded by data_reader). */
 #include "request-log.h"
 
+#include "peek.h"
+#include "row-builder.h"
 #include "request-file.h"
 #include "sedp.pb-c.h"
 
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEADLINE_MS 3600000u
 
 void
 sedp_request_log_append (GByteArray *log, const guint8 *message, gsize size)
@@ -181,19 +182,21 @@ sedp_request_log_next (SedpRequestLog *log, GError **error)
   SedpRequest *request = sedp_request_new (id, 0);
   g_autoptr (GBytes) payload = g_bytes_new_take (buf, (gsize) len);
   sedp_request_set_payload (request, payload, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
-  if (deadline_ms >= 1 && deadline_ms <= MAX_DEADLINE_MS)
+  if (deadline_ms >= 1 && deadline_ms <= SEDP_PROTOCOL_MAX_DEADLINE_MS)
     sedp_request_set_timeout (request, (gint64) deadline_ms * 1000);
   log->n_records++;
   return request;
 }
 
-/* The JSON object of @text, or NULL (with @local set when it is not JSON). */
+/* The JSON object of @text, or NULL (with @local set when it is not JSON, or nests deeper than
+ * the protocol's limit: json-glib's parser descends recursively). */
 static JsonParser *
 parse_object (const char *text, gsize length, JsonObject **obj, GError **local)
 {
   JsonParser *parser = json_parser_new_immutable ();
   *obj = NULL;
-  if (!json_parser_load_from_data (parser, text, (gssize) length, local))
+  if (!sedp_json_check_nesting (text, length, SEDP_PROTOCOL_DEFAULT_MAX_DEPTH, local) ||
+      !json_parser_load_from_data (parser, text, (gssize) length, local))
     return parser;
   JsonNode *root = json_parser_get_root (parser);
   if (root && JSON_NODE_HOLDS_OBJECT (root))
@@ -208,8 +211,8 @@ sedp_request_from_predict_json (const char *text, gsize length, const char *wher
   JsonObject *obj;
   g_autoptr (JsonParser) parser = parse_object (text, length, &obj, &local);
   if (local) {
-    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: invalid JSON: %s", where,
-                 local->message);
+    g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s%s", where,
+                 local->domain == JSON_PARSER_ERROR ? "invalid JSON: " : "", local->message);
     return NULL;
   }
   if (obj == NULL) {
@@ -239,7 +242,7 @@ sedp_request_from_predict_json (const char *text, gsize length, const char *wher
   SedpRequest *request = sedp_request_new (id, 0);
   g_autoptr (GBytes) payload = g_bytes_new (text, length);
   sedp_request_set_payload (request, payload, SEDP_PROTOCOL_CONTENT_TYPE_JSON);
-  if (ms >= 1 && ms <= MAX_DEADLINE_MS && ms == (double) (guint) ms)
+  if (ms >= 1 && ms <= SEDP_PROTOCOL_MAX_DEADLINE_MS && ms == (double) (guint) ms)
     sedp_request_set_timeout (request, (gint64) ms * 1000);
   return request;
 }

@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include "../dsl/spec.h"
+#include "../io/peek.h"
 #include "../io/protocol.h"
 
 #include <json-glib/json-glib.h>
@@ -142,144 +143,6 @@ unavailable (SoupServerMessage *msg, const char *why)
   respond_error (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, why);
 }
 
-/* ---- the client's deadline, read without decoding the request ---- */
-
-#define MAX_DEADLINE_MS 3600000u
-
-static gboolean
-read_varint (const guint8 **p, const guint8 *end, guint64 *out)
-{
-  guint64 v = 0;
-  for (guint shift = 0; shift < 64 && *p < end; shift += 7) {
-    guint8 b = *(*p)++;
-    v |= (guint64) (b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *out = v;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-/* What the server reads of a request before submitting it. */
-typedef struct {
-  guint deadline_ms;  /* 0: none (or invalid: data_reader reports it) */
-  char *request_id;   /* (nullable) */
-} Peek;
-
-#define MAX_REQUEST_ID 256
-
-static void
-peek_set_id (Peek *peek, const char *s, gsize len)
-{
-  g_clear_pointer (&peek->request_id, g_free);
-  if (len > 0 && len <= MAX_REQUEST_ID && g_utf8_validate_len (s, len, NULL) &&
-      memchr (s, '\0', len) == NULL)
-    peek->request_id = g_strndup (s, len);
-}
-
-/* PredictRequest.request_id (field 1) and deadline_ms (field 4) from the top level of a serialized
- * message; stops at anything malformed (data_reader reports it). */
-static void
-peek_protobuf (const guint8 *p, gsize size, Peek *peek)
-{
-  const guint8 *end = p + size;
-  guint64 deadline = 0;
-  while (p < end) {
-    guint64 tag, v;
-    if (!read_varint (&p, end, &tag))
-      break;
-    if ((tag & 7) == 0) {
-      if (!read_varint (&p, end, &v))
-        break;
-      if (tag >> 3 == 4)
-        deadline = v; /* the last one wins, as in protobuf */
-    } else if ((tag & 7) == 1 || (tag & 7) == 5) {
-      gsize n = (tag & 7) == 1 ? 8 : 4;
-      if ((gsize) (end - p) < n)
-        break;
-      p += n;
-    } else if ((tag & 7) == 2) {
-      if (!read_varint (&p, end, &v) || v > (guint64) (end - p))
-        break;
-      if (tag >> 3 == 1)
-        peek_set_id (peek, (const char *) p, (gsize) v);
-      p += v;
-    } else
-      break;
-  }
-  peek->deadline_ms = deadline <= MAX_DEADLINE_MS ? (guint) deadline : 0;
-}
-
-/* The top-level "request_id" (a string without escapes) and "deadline_ms" (a number, or a decimal
- * string) members of a JSON object, found by a scan that only tracks strings and nesting. */
-static void
-peek_json (const char *p, gsize size, Peek *peek)
-{
-  const char *end = p + size;
-  int depth = 0;
-  gboolean key_next = FALSE; /* at depth 1, the next string is a member name */
-  while (p < end) {
-    char c = *p++;
-    if (c == '"') {
-      const char *start = p;
-      gboolean escaped = FALSE;
-      while (p < end && *p != '"') {
-        escaped |= *p == '\\';
-        p += *p == '\\' ? 2 : 1;
-      }
-      if (p >= end)
-        return;
-      gsize len = (gsize) (p - start);
-      p++;
-      if (depth != 1 || !key_next)
-        continue;
-      key_next = FALSE;
-      gboolean is_deadline = len == 11 && memcmp (start, "deadline_ms", 11) == 0;
-      gboolean is_id = len == 10 && memcmp (start, "request_id", 10) == 0;
-      if (!is_deadline && !is_id)
-        continue;
-      while (p < end && (g_ascii_isspace (*p) || *p == ':'))
-        p++;
-      if (is_id) {
-        if (p >= end || *p != '"')
-          continue;
-        const char *vs = ++p;
-        escaped = FALSE;
-        while (p < end && *p != '"') {
-          escaped |= *p == '\\';
-          p += *p == '\\' ? 2 : 1;
-        }
-        if (p >= end)
-          return;
-        if (!escaped)
-          peek_set_id (peek, vs, (gsize) (p - vs));
-        p++;
-        continue;
-      }
-      gboolean quoted = p < end && *p == '"';
-      if (quoted)
-        p++;
-      guint64 v = 0;
-      gboolean digits = FALSE;
-      while (p < end && g_ascii_isdigit (*p) && v <= MAX_DEADLINE_MS) {
-        v = v * 10 + (guint64) (*p++ - '0');
-        digits = TRUE;
-      }
-      peek->deadline_ms = digits && v <= MAX_DEADLINE_MS ? (guint) v : 0;
-      if (quoted && p < end && *p == '"')
-        p++;
-    } else if (c == '{' || c == '[') {
-      depth++;
-      key_next = depth == 1 && c == '{';
-    } else if (c == '}' || c == ']') {
-      depth--;
-    } else if (c == ',' && depth == 1) {
-      key_next = TRUE;
-    }
-  }
-}
-
 /* ---- predict ---- */
 
 static void
@@ -405,12 +268,10 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   }
   g_autoptr (GBytes) payload = soup_message_body_flatten (body);
   /* The client's request_id (else http-N) and deadline_ms (else the pipeline's). */
-  Peek peek = {0, NULL};
-  const void *bytes = g_bytes_get_data (payload, NULL);
-  if (format == SEDP_PROTOCOL_JSON)
-    peek_json (bytes, g_bytes_get_size (payload), &peek);
-  else
-    peek_protobuf (bytes, g_bytes_get_size (payload), &peek);
+  SedpProtocolPeek peek = {0, NULL};
+  gsize size;
+  const guint8 *bytes = g_bytes_get_data (payload, &size);
+  sedp_protocol_peek (bytes, size, format, &peek);
   g_autofree char *id = peek.request_id ? peek.request_id
                                         : g_strdup_printf ("http-%" G_GUINT64_FORMAT, ++server->next_id);
   SedpRequest *request = sedp_request_new (id, 0);
@@ -540,8 +401,8 @@ warmup_submit (SedpServer *server, Served *s)
   s->warmup_sent++;
   gsize size;
   const char *bytes = g_bytes_get_data (r->payload, &size);
-  Peek peek = {0, NULL};
-  peek_json (bytes, size, &peek);
+  SedpProtocolPeek peek = {0, NULL};
+  sedp_protocol_peek ((const guint8 *) bytes, size, SEDP_PROTOCOL_JSON, &peek);
   g_autofree char *id = peek.request_id ? peek.request_id
                                         : g_strdup_printf ("warmup-%u", s->warmup_sent);
   SedpRequest *request = sedp_request_new (id, 0);
@@ -622,8 +483,13 @@ handle_feedback (SedpServer *server, SoupServerMessage *msg)
   }
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
-  if (!json_parser_load_from_data (parser, body->data ? body->data : "", body->length, &error)) {
-    g_autofree char *m = g_strdup_printf ("invalid feedback: invalid JSON: %s", error->message);
+  const char *text = body->data ? body->data : "";
+  if (!sedp_json_check_nesting (text, (gsize) body->length, SEDP_PROTOCOL_DEFAULT_MAX_DEPTH,
+                                &error) ||
+      !json_parser_load_from_data (parser, text, body->length, &error)) {
+    g_autofree char *m = g_strdup_printf ("invalid feedback: %s%s",
+                                          error->domain == JSON_PARSER_ERROR ? "invalid JSON: " : "",
+                                          error->message);
     respond_error (msg, SOUP_STATUS_BAD_REQUEST, m);
     return;
   }
@@ -975,6 +841,16 @@ sedp_server_listen (SedpServer *server, const char *address, GError **error)
     server->port = (guint) g_uri_get_port (uris->data);
   g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
   return TRUE;
+}
+
+gboolean
+sedp_server_accept_iostream (SedpServer *server, GIOStream *stream, GError **error)
+{
+  /* libsoup wants the two ends' addresses: those of a loopback connection. */
+  g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) local = g_inet_socket_address_new (loopback, (guint16) server->port);
+  g_autoptr (GSocketAddress) remote = g_inet_socket_address_new (loopback, 0);
+  return soup_server_accept_iostream (server->soup, stream, local, remote, error);
 }
 
 guint

@@ -4,6 +4,8 @@
 
 #include "../runtime/pipeline.h"
 
+#include <gio/gio.h>
+
 G_BEGIN_DECLS
 
 /** SedpServer: an HTTP server over one or more pipelines, driven by the thread-default (or
@@ -45,6 +47,20 @@ SEDP_API void sedp_server_warm_up (SedpServer *server, SedpServerWarmupDone done
 /* One line per pipeline that has a warm-up: "NAME: N requests (R records × K) in S s[, T timed
  * out]" (an empty string when none has). */
 SEDP_API char *sedp_server_describe_warmup (SedpServer *server);
+
+/**
+ * sedp_server_accept_iostream:
+ * @stream: a connection to a client that is already open (one end of a socket pair, in the
+ *   tests and tests/fuzz/fuzz-http.c)
+ *
+ * Serves @stream as a connection accepted on a listening socket, from a loopback address: HTTP
+ * requests are read from it and answered in the server's main context, and it is closed after
+ * the response, as any.
+ *
+ * Returns: %FALSE with @error set when libsoup refuses the stream.
+ */
+SEDP_API gboolean sedp_server_accept_iostream (SedpServer *server, GIOStream *stream,
+                                               GError **error);
 
 /* The port listened on (0 before sedp_server_listen()). */
 SEDP_API guint sedp_server_get_port (SedpServer *server);
