@@ -248,19 +248,14 @@ reply_int (const redisReply *r, long long lo, long long hi, long long *out)
   return TRUE;
 }
 
-/* Reads CLUSTER SLOTS from @node into the slot map. */
-static gboolean
-refresh_from (RedisClient *client, RedisNode *node, gint64 deadline, GError **error)
+gboolean
+redis_client_apply_slots (RedisClient *client, RedisNode *node, const redisReply *reply,
+                          GError **error)
 {
-  const char *argv[] = {"CLUSTER", "SLOTS"};
-  redisReply *reply = node_call (client, node, 2, argv, deadline, error);
-  if (reply == NULL)
-    return FALSE;
   if (reply->type != REDIS_REPLY_ARRAY) {
     g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
                  "%s: CLUSTER SLOTS: %s", node->addr,
                  reply->type == REDIS_REPLY_ERROR ? reply->str : "not an array");
-    freeReplyObject (reply);
     return FALSE;
   }
 
@@ -296,7 +291,6 @@ refresh_from (RedisClient *client, RedisNode *node, gint64 deadline, GError **er
     g_free (slots);
   }
   g_rw_lock_writer_unlock (&client->lock);
-  freeReplyObject (reply);
   if (covered == 0) {
     g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
                  "%s: CLUSTER SLOTS lists no slot (is the cluster created?)", node->addr);
@@ -304,6 +298,19 @@ refresh_from (RedisClient *client, RedisNode *node, gint64 deadline, GError **er
   }
   atomic_fetch_add_explicit (&client->refreshes, 1, memory_order_relaxed);
   return TRUE;
+}
+
+/* Reads CLUSTER SLOTS from @node into the slot map. */
+static gboolean
+refresh_from (RedisClient *client, RedisNode *node, gint64 deadline, GError **error)
+{
+  const char *argv[] = {"CLUSTER", "SLOTS"};
+  redisReply *reply = node_call (client, node, 2, argv, deadline, error);
+  if (reply == NULL)
+    return FALSE;
+  gboolean ok = redis_client_apply_slots (client, node, reply, error);
+  freeReplyObject (reply);
+  return ok;
 }
 
 /* Asks the known nodes in turn (seeds included) for the slot map. */
@@ -501,32 +508,44 @@ group_fail (Run *run, Group *g, GError *error, gboolean may_retry)
   g->active = FALSE;
 }
 
-/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381": follows it, TRUE when it was one. */
-static gboolean
-handle_redirect (Run *run, Group *g, guint cmd, const redisReply *r)
+gboolean
+redis_redirect_parse (const char *text, gboolean *ask, guint16 *slot, char **host, guint16 *port)
 {
-  gboolean moved = g_str_has_prefix (r->str, "MOVED ");
-  gboolean ask = g_str_has_prefix (r->str, "ASK ");
-  if (!moved && !ask)
+  gboolean moved = g_str_has_prefix (text, "MOVED ");
+  *ask = g_str_has_prefix (text, "ASK ");
+  if (!moved && !*ask)
     return FALSE;
-  const char *p = r->str + (moved ? 6 : 4);
+  const char *p = text + (moved ? 6 : 4);
   char *end = NULL;
-  guint64 slot = g_ascii_strtoull (p, &end, 10);
-  if (end == p || *end != ' ' || slot >= REDIS_SLOTS)
+  guint64 s = g_ascii_strtoull (p, &end, 10);
+  if (end == p || *end != ' ' || s >= REDIS_SLOTS)
     return FALSE;
   const char *hostport = end + 1;
   const char *colon = strrchr (hostport, ':');
   if (colon == NULL)
     return FALSE;
-  guint64 port = g_ascii_strtoull (colon + 1, &end, 10);
-  if (end == colon + 1 || *end != '\0' || port == 0 || port > 65535)
+  guint64 n = g_ascii_strtoull (colon + 1, &end, 10);
+  if (end == colon + 1 || *end != '\0' || n == 0 || n > 65535)
     return FALSE;
-  g_autofree char *host = g_strndup (hostport, (gsize) (colon - hostport));
-  if (host[0] == '[' && host[strlen (host) - 1] == ']') {
-    char *bare = g_strndup (host + 1, strlen (host) - 2);
-    g_free (host);
-    host = bare;
-  }
+  gsize len = (gsize) (colon - hostport);
+  if (len >= 2 && hostport[0] == '[' && hostport[len - 1] == ']')
+    *host = g_strndup (hostport + 1, len - 2);
+  else
+    *host = g_strndup (hostport, len);
+  *slot = (guint16) s;
+  *port = (guint16) n;
+  return TRUE;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381": follows it, TRUE when it was one. */
+static gboolean
+handle_redirect (Run *run, Group *g, guint cmd, const redisReply *r)
+{
+  gboolean ask;
+  guint16 slot, port;
+  g_autofree char *host = NULL;
+  if (!redis_redirect_parse (r->str, &ask, &slot, &host, &port))
+    return FALSE;
   if (host[0] == '\0') { /* endpoint unknown to the server: the one we asked */
     g_free (host);
     host = g_strdup (g->node->host);
@@ -534,11 +553,11 @@ handle_redirect (Run *run, Group *g, guint cmd, const redisReply *r)
 
   RedisClient *client = run->client;
   g_rw_lock_writer_lock (&client->lock);
-  RedisNode *target = node_get_locked (client, host, (guint16) port);
-  if (moved && client->slots)
+  RedisNode *target = node_get_locked (client, host, port);
+  if (!ask && client->slots)
     client->slots[slot] = (guint16) (target->index + 1);
   g_rw_lock_writer_unlock (&client->lock);
-  if (moved)
+  if (!ask)
     g_atomic_int_set (&client->refresh_needed, 1);
   atomic_fetch_add_explicit (&client->redirects, 1, memory_order_relaxed);
   Pending next = {.cmd = cmd, .node = target, .asking = ask};

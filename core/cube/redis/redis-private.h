@@ -159,6 +159,36 @@ redisReply *redis_client_call (RedisClient *client, const char *routing_key, int
 /* Appends the client's counters ("redis_reconnects N" …). */
 void redis_client_stats (RedisClient *client, GString *out);
 
+/* ---- what replies mean (no I/O: tests/fuzz/fuzz-redis.c feeds them server bytes) ---- */
+
+/* Takes a CLUSTER SLOTS @reply from @node into @client's slot map (nodes it names are added;
+ * an empty host means @node's). Errors: UNAVAILABLE (an error reply, not an array, no slot). */
+gboolean redis_client_apply_slots (RedisClient *client, RedisNode *node, const redisReply *reply,
+                                   GError **error);
+
+/* Parses the text of a redirect error, "MOVED SLOT HOST:PORT" or "ASK SLOT HOST:PORT" (an IPv6
+ * HOST in brackets, which are removed; an empty HOST: the node asked). FALSE for any other
+ * text; else *@host is new (possibly ""). */
+gboolean redis_redirect_parse (const char *text, gboolean *ask, guint16 *slot, char **host,
+                               guint16 *port);
+
+/* Checks a HGETALL NAME:meta @reply and fills @meta (its name owned; n_blocks, block_size 0).
+ * @cluster: whether the URL @url is a cluster's (a redirect otherwise means a wrong URL).
+ * Errors: INVALID, CORRUPT, UNAVAILABLE (no such cube). */
+gboolean redis_meta_from_reply (const redisReply *reply, gboolean cluster, const char *name,
+                                const char *url, SedpCubeMeta *meta, GError **error);
+
+/* What a lookup's keys got. */
+typedef struct {
+  guint64 found, missing, malformed, errors;
+} RedisLookupCounts;
+
+/* Takes the reply to one lookup command: a GET (@mget FALSE, one key) or an MGET of @count keys.
+ * A value of @dim little-endian floats goes to its row of @out (@dim floats per key) and sets
+ * its byte of @found (nullable); anything else only counts. */
+void redis_lookup_take_reply (const redisReply *reply, gboolean mget, guint count, guint dim,
+                              float *out, guint8 *found, RedisLookupCounts *counts);
+
 /* Takes a float row from a value of dim × 4 little-endian bytes. */
 static inline void
 redis_floats_from_le (float *dst, const char *src, guint dim)

@@ -194,7 +194,7 @@ typedef struct {
   float *out;
   guint8 *found;
   guint chunk; /* keys per command: 1 (GET) or MGET_CHUNK */
-  guint64 n_found, n_missing, n_malformed, n_errors;
+  RedisLookupCounts counts;
 } Lookup;
 
 static guint16
@@ -238,32 +238,50 @@ lookup_format (gpointer data, guint i, GString *out)
 /* One key's reply: a value of dim little-endian floats, nil (missing), or anything else
  * (malformed: a wrong length, a list, an error). */
 static void
-lookup_value (Lookup *l, guint k, const redisReply *r)
+lookup_value (const redisReply *r, guint dim, float *out, guint8 *found, RedisLookupCounts *counts)
 {
-  guint dim = l->s->parent.dim;
   switch (r->type) {
   case REDIS_REPLY_STRING:
     if (r->len == (size_t) dim * 4) {
-      redis_floats_from_le (l->out + (gsize) k * dim, r->str, dim);
-      if (l->found)
-        l->found[k] = 1;
-      l->n_found++;
+      redis_floats_from_le (out, r->str, dim);
+      if (found)
+        *found = 1;
+      counts->found++;
     } else {
-      l->n_malformed++;
+      counts->malformed++;
     }
     break;
   case REDIS_REPLY_NIL:
-    l->n_missing++;
+    counts->missing++;
     break;
   case REDIS_REPLY_ERROR:
     if (r->str && g_str_has_prefix (r->str, "WRONGTYPE"))
-      l->n_malformed++;
+      counts->malformed++;
     else
-      l->n_errors++;
+      counts->errors++;
     break;
   default:
-    l->n_malformed++;
+    counts->malformed++;
     break;
+  }
+}
+
+void
+redis_lookup_take_reply (const redisReply *reply, gboolean mget, guint count, guint dim,
+                         float *out, guint8 *found, RedisLookupCounts *counts)
+{
+  if (!mget) {
+    lookup_value (reply, dim, out, found, counts);
+    return;
+  }
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == count) {
+    for (guint k = 0; k < count; k++)
+      lookup_value (reply->element[k], dim, out + (gsize) k * dim, found ? found + k : NULL,
+                    counts);
+  } else if (reply->type == REDIS_REPLY_ERROR) {
+    counts->errors += count;
+  } else {
+    counts->malformed += count;
   }
 }
 
@@ -271,20 +289,11 @@ static gboolean
 lookup_reply (gpointer data, guint i, redisReply *r)
 {
   Lookup *l = data;
-  if (l->chunk == 1) {
-    lookup_value (l, i, r);
-    return FALSE;
-  }
   guint first = i * l->chunk;
   guint count = MIN (l->chunk, l->n - first);
-  if (r->type == REDIS_REPLY_ARRAY && r->elements == count) {
-    for (guint k = 0; k < count; k++)
-      lookup_value (l, first + k, r->element[k]);
-  } else if (r->type == REDIS_REPLY_ERROR) {
-    l->n_errors += count;
-  } else {
-    l->n_malformed += count;
-  }
+  guint dim = l->s->parent.dim;
+  redis_lookup_take_reply (r, l->chunk > 1, count, dim, l->out + (gsize) first * dim,
+                           l->found ? l->found + first : NULL, &l->counts);
   return FALSE;
 }
 
@@ -320,10 +329,10 @@ redis_source_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float
   if (failed != stack_failed)
     g_free (failed);
 
-  atomic_fetch_add_explicit (&s->found, l.n_found, memory_order_relaxed);
-  atomic_fetch_add_explicit (&s->missing, l.n_missing, memory_order_relaxed);
-  atomic_fetch_add_explicit (&s->malformed, l.n_malformed, memory_order_relaxed);
-  atomic_fetch_add_explicit (&s->errors, l.n_errors + failed_keys, memory_order_relaxed);
+  atomic_fetch_add_explicit (&s->found, l.counts.found, memory_order_relaxed);
+  atomic_fetch_add_explicit (&s->missing, l.counts.missing, memory_order_relaxed);
+  atomic_fetch_add_explicit (&s->malformed, l.counts.malformed, memory_order_relaxed);
+  atomic_fetch_add_explicit (&s->errors, l.counts.errors + failed_keys, memory_order_relaxed);
 
   if (n_failed == n_cmds) {
     atomic_fetch_add_explicit (&s->degraded, 1, memory_order_relaxed);
@@ -336,7 +345,7 @@ redis_source_lookup (SedpCubeSource *source, const guint64 *keys, guint n, float
   if (n_failed > 0)
     atomic_fetch_add_explicit (&s->partial, 1, memory_order_relaxed);
   g_clear_error (&local);
-  return (gint64) l.n_found;
+  return (gint64) l.counts.found;
 }
 
 static void
@@ -394,6 +403,85 @@ meta_u64 (GHashTable *fields, const char *field, guint64 lo, guint64 hi, guint64
   return TRUE;
 }
 
+gboolean
+redis_meta_from_reply (const redisReply *reply, gboolean cluster, const char *name,
+                       const char *url, SedpCubeMeta *meta, GError **error)
+{
+  g_autofree char *key = g_strconcat (name, ":meta", NULL);
+  g_autoptr (GHashTable) fields = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autofree char *where = g_strdup_printf ("Redis cube '%s' at %s: %s", name, url, key);
+  if (reply->type == REDIS_REPLY_ERROR) {
+    if (!cluster && (g_str_has_prefix (reply->str, "MOVED ") ||
+                     g_str_has_prefix (reply->str, "ASK ")))
+      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_INVALID,
+                   "Redis cube '%s': %s is a Redis Cluster node (%s): use a redis+cluster:// URL",
+                   name, url, reply->str);
+    else if (g_str_has_prefix (reply->str, "WRONGTYPE"))
+      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
+                   "Redis cube '%s' at %s: %s is not a hash", name, url, key);
+    else
+      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
+                   "Redis cube '%s' at %s: HGETALL %s: %s", name, url, key, reply->str);
+    return FALSE;
+  }
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0) {
+    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
+                 "Redis cube '%s' at %s: HGETALL %s: unexpected reply", name, url, key);
+    return FALSE;
+  }
+  if (reply->elements == 0) {
+    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
+                 "no Redis cube '%s' at %s: %s does not exist (never pushed, or the push did "
+                 "not finish)", name, url, key);
+    return FALSE;
+  }
+  for (size_t i = 0; i < reply->elements; i += 2) {
+    const redisReply *f = reply->element[i], *v = reply->element[i + 1];
+    if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+        strlen (f->str) == f->len && strlen (v->str) == v->len)
+      g_hash_table_insert (fields, f->str, v->str);
+  }
+
+  const char *format = g_hash_table_lookup (fields, "format");
+  if (g_strcmp0 (format, REDIS_META_FORMAT) != 0) {
+    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
+                 "%s: format is '%s', expected '%s'", where, format ? format : "(none)",
+                 REDIS_META_FORMAT);
+    return FALSE;
+  }
+  const char *dtype = g_hash_table_lookup (fields, "dtype");
+  if (g_strcmp0 (dtype, "float32") != 0) {
+    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
+                 "%s: dtype is '%s', expected 'float32'", where, dtype ? dtype : "(none)");
+    return FALSE;
+  }
+  guint64 dim, count, version, created;
+  if (!meta_u64 (fields, "dim", 1, 1 << 20, &dim, where, error) ||
+      !meta_u64 (fields, "count", 0, G_MAXUINT64, &count, where, error) ||
+      !meta_u64 (fields, "version", 0, G_MAXUINT64, &version, where, error) ||
+      !meta_u64 (fields, "created", 0, G_MAXINT64, &created, where, error))
+    return FALSE;
+  const char *hex = g_hash_table_lookup (fields, "hash_key");
+  gboolean hex_ok = hex && strlen (hex) == 2 * SEDP_CUBE_HASH_KEY_BYTES;
+  for (guint i = 0; hex_ok && i < 2 * SEDP_CUBE_HASH_KEY_BYTES; i++)
+    hex_ok = g_ascii_isxdigit (hex[i]);
+  if (!hex_ok) {
+    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
+                 "%s: field 'hash_key' is not %d hex digits", where, 2 * SEDP_CUBE_HASH_KEY_BYTES);
+    return FALSE;
+  }
+  memset (meta, 0, sizeof *meta);
+  meta->name = g_strdup (name);
+  meta->dim = (guint) dim;
+  meta->count = count;
+  meta->version = version;
+  meta->created = (gint64) created;
+  for (guint i = 0; i < SEDP_CUBE_HASH_KEY_BYTES; i++)
+    meta->hash_key[i] =
+      (guint8) (g_ascii_xdigit_value (hex[2 * i]) << 4 | g_ascii_xdigit_value (hex[2 * i + 1]));
+  return TRUE;
+}
+
 /* Reads NAME:meta (a hash written last by the push). */
 static gboolean
 read_meta (RedisClient *client, const char *name, SedpCubeMeta *meta, gint64 deadline,
@@ -409,80 +497,7 @@ read_meta (RedisClient *client, const char *name, SedpCubeMeta *meta, gint64 dea
                  local ? local->message : "no reply");
     return FALSE;
   }
-  gboolean ok = FALSE;
-  g_autoptr (GHashTable) fields = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autofree char *where = g_strdup_printf ("Redis cube '%s' at %s: %s", name, client->url, key);
-  if (reply->type == REDIS_REPLY_ERROR) {
-    if (!client->cluster && (g_str_has_prefix (reply->str, "MOVED ") ||
-                             g_str_has_prefix (reply->str, "ASK ")))
-      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_INVALID,
-                   "Redis cube '%s': %s is a Redis Cluster node (%s): use a redis+cluster:// URL",
-                   name, client->url, reply->str);
-    else if (g_str_has_prefix (reply->str, "WRONGTYPE"))
-      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
-                   "Redis cube '%s' at %s: %s is not a hash", name, client->url, key);
-    else
-      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
-                   "Redis cube '%s' at %s: HGETALL %s: %s", name, client->url, key, reply->str);
-    goto out;
-  }
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
-                 "Redis cube '%s' at %s: HGETALL %s: unexpected reply", name, client->url, key);
-    goto out;
-  }
-  if (reply->elements == 0) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE,
-                 "no Redis cube '%s' at %s: %s does not exist (never pushed, or the push did "
-                 "not finish)", name, client->url, key);
-    goto out;
-  }
-  for (size_t i = 0; i < reply->elements; i += 2) {
-    const redisReply *f = reply->element[i], *v = reply->element[i + 1];
-    if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-        strlen (f->str) == f->len && strlen (v->str) == v->len)
-      g_hash_table_insert (fields, f->str, v->str);
-  }
-
-  const char *format = g_hash_table_lookup (fields, "format");
-  if (g_strcmp0 (format, REDIS_META_FORMAT) != 0) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
-                 "%s: format is '%s', expected '%s'", where, format ? format : "(none)",
-                 REDIS_META_FORMAT);
-    goto out;
-  }
-  const char *dtype = g_hash_table_lookup (fields, "dtype");
-  if (g_strcmp0 (dtype, "float32") != 0) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
-                 "%s: dtype is '%s', expected 'float32'", where, dtype ? dtype : "(none)");
-    goto out;
-  }
-  guint64 dim, count, version, created;
-  if (!meta_u64 (fields, "dim", 1, 1 << 20, &dim, where, error) ||
-      !meta_u64 (fields, "count", 0, G_MAXUINT64, &count, where, error) ||
-      !meta_u64 (fields, "version", 0, G_MAXUINT64, &version, where, error) ||
-      !meta_u64 (fields, "created", 0, G_MAXINT64, &created, where, error))
-    goto out;
-  const char *hex = g_hash_table_lookup (fields, "hash_key");
-  gboolean hex_ok = hex && strlen (hex) == 2 * SEDP_CUBE_HASH_KEY_BYTES;
-  for (guint i = 0; hex_ok && i < 2 * SEDP_CUBE_HASH_KEY_BYTES; i++)
-    hex_ok = g_ascii_isxdigit (hex[i]);
-  if (!hex_ok) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_CORRUPT,
-                 "%s: field 'hash_key' is not %d hex digits", where, 2 * SEDP_CUBE_HASH_KEY_BYTES);
-    goto out;
-  }
-  memset (meta, 0, sizeof *meta);
-  meta->name = g_strdup (name);
-  meta->dim = (guint) dim;
-  meta->count = count;
-  meta->version = version;
-  meta->created = (gint64) created;
-  for (guint i = 0; i < SEDP_CUBE_HASH_KEY_BYTES; i++)
-    meta->hash_key[i] =
-      (guint8) (g_ascii_xdigit_value (hex[2 * i]) << 4 | g_ascii_xdigit_value (hex[2 * i + 1]));
-  ok = TRUE;
-out:
+  gboolean ok = redis_meta_from_reply (reply, client->cluster, name, client->url, meta, error);
   freeReplyObject (reply);
   return ok;
 }
