@@ -195,7 +195,10 @@ on_request_done (SedpRequest *request, gpointer user_data)
   g_main_context_invoke (p->server->context, deliver, p);
 }
 
-/* Before the body is read: refuses a body declared over the limit. */
+/* Before the body is read: refuses a body declared over the limit. libsoup 3.2 sends the 413 at
+ * once only to a client that asked `Expect: 100-continue`; from any other it still reads the
+ * whole body first, which is then discarded as it arrives instead of being kept (a client
+ * declaring and sending gigabytes would otherwise have them held in memory). */
 static void
 early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query,
                gpointer user_data)
@@ -204,6 +207,7 @@ early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHash
   SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
   if (soup_message_headers_get_encoding (h) == SOUP_ENCODING_CONTENT_LENGTH &&
       (guint64) soup_message_headers_get_content_length (h) > server->max_body) {
+    soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
     g_autofree char *m = g_strdup_printf ("the body (%" G_GINT64_FORMAT " bytes) is over the limit "
                                           "of %" G_GSIZE_FORMAT " bytes",
                                           soup_message_headers_get_content_length (h), server->max_body);
