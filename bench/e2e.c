@@ -14,7 +14,13 @@
  * 5. runs one continuous --duration (default 60 s) closed-loop run for errors and p99;
  * 6. prints RESULT e2e_items_per_s, model_items_per_s (medians of the rounds), e2e_over_model
  *    (median of the rounds' ratios) and the rounds' ratios, then the continuous run's items/s,
- *    p99 and errors.
+ *    p99 and errors;
+ * 7. JSON against protobuf, in --json-rounds interleaved rounds of --json-round-seconds each:
+ *    protobuf at C clients, JSON at C, protobuf at 1, JSON at 1, the same requests (the
+ *    example's requests.jsonl, sent by `sedp bench` in either encoding). Prints
+ *    json_over_protobuf (the median of the rounds' ratios at C) and, for each encoding, its
+ *    items/s at 1 and at C clients and their ratio (how it grows with clients).
+ *    --json-only skips steps 4-6.
  *
  * Options: --concurrency C (default 8), --duration S (default 60), --parallelism P (default: as
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
@@ -92,12 +98,65 @@ median (const double *v, int n)
   return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
 }
 
+/* `sedp bench URL` for @seconds at @clients in @format: its items/s (-1 on failure). */
+static double
+bench_items (const char *sedp, const char *url, const char *requests, int clients,
+             const char *format, double seconds, const char *cpus)
+{
+  g_autofree char *c_s = g_strdup_printf ("%d", clients), *d_s = g_strdup_printf ("%g", seconds);
+  char *argv[] = {(char *) sedp, "bench", (char *) url, "--concurrency", c_s, "--duration", d_s,
+                  "--requests", (char *) requests, "--format", (char *) format, "--quiet",
+                  cpus ? "--cpus" : NULL, (char *) cpus, NULL};
+  g_autofree char *out = run_capture (argv);
+  if (out == NULL || result_value (out, "errors") != 0)
+    return -1;
+  return result_value (out, "items_per_s");
+}
+
+/* Step 7: JSON against protobuf in interleaved rounds, at @clients and at 1 client. */
+static gboolean
+json_rounds (const char *sedp, const char *url, const char *requests, int clients, int rounds,
+             double seconds, const char *cpus)
+{
+  enum { PB_C, JS_C, PB_1, JS_1, N_LOADS };
+  static const char *const formats[] = {"protobuf", "json", "protobuf", "json"};
+  g_autofree double *v = g_new0 (double, (gsize) rounds * N_LOADS);
+  g_autofree double *ratio = g_new0 (double, rounds);
+  g_autoptr (GString) list = g_string_new (NULL);
+  for (int r = 0; r < rounds; r++) {
+    for (int k = 0; k < N_LOADS; k++) {
+      v[k * rounds + r] = bench_items (sedp, url, requests, k < PB_1 ? clients : 1, formats[k],
+                                       seconds, cpus);
+      if (v[k * rounds + r] <= 0)
+        return FALSE;
+    }
+    ratio[r] = v[JS_C * rounds + r] / v[PB_C * rounds + r];
+    fprintf (stderr, "e2e: json round %d: at %d clients protobuf %.0f, json %.0f items/s (%.3f); at "
+             "1 client protobuf %.0f, json %.0f\n", r + 1, clients, v[PB_C * rounds + r],
+             v[JS_C * rounds + r], ratio[r], v[PB_1 * rounds + r], v[JS_1 * rounds + r]);
+    g_string_append_printf (list, "%s%.3f", r ? "," : "", ratio[r]);
+  }
+  double m[N_LOADS];
+  for (int k = 0; k < N_LOADS; k++)
+    m[k] = median (v + k * rounds, rounds);
+  printf ("RESULT json_rounds=%d json_round_s=%g json_clients=%d\n", rounds, seconds, clients);
+  printf ("RESULT json_over_protobuf=%.3f\n", median (ratio, rounds));
+  printf ("RESULT json_over_protobuf_rounds=%s\n", list->str);
+  printf ("RESULT protobuf_items_per_s_c1=%.1f protobuf_items_per_s_c%d=%.1f protobuf_c%d_over_c1=%.2f\n",
+          m[PB_1], clients, m[PB_C], clients, m[PB_C] / m[PB_1]);
+  printf ("RESULT json_items_per_s_c1=%.1f json_items_per_s_c%d=%.1f json_c%d_over_c1=%.2f\n",
+          m[JS_1], clients, m[JS_C], clients, m[JS_C] / m[JS_1]);
+  return TRUE;
+}
+
 int
 main (int argc, char **argv)
 {
   gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300, rounds = 7;
   g_autofree char *model_cpus_opt = NULL;
-  gdouble duration = 60, model_seconds = 4, round_seconds = 8;
+  gdouble duration = 60, model_seconds = 4, round_seconds = 8, json_seconds = 5;
+  gint json_rounds_n = 5;
+  gboolean json_only = FALSE;
   const GOptionEntry entries[] = {
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 8)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds of load (default 60)", "S"},
@@ -114,6 +173,11 @@ main (int argc, char **argv)
     {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "Rounds of model, then served, load (default 7)", "N"},
     {"round-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &round_seconds,
      "Seconds of served load per round (default 8)", "S"},
+    {"json-rounds", 0, 0, G_OPTION_ARG_INT, &json_rounds_n,
+     "Rounds of JSON against protobuf (default 5; 0: none)", "N"},
+    {"json-round-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &json_seconds,
+     "Seconds of each load of a JSON round (default 5)", "S"},
+    {"json-only", 0, 0, G_OPTION_ARG_NONE, &json_only, "Only the JSON rounds", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— the CTR example over HTTP vs the bare model");
@@ -284,6 +348,11 @@ main (int argc, char **argv)
   warm = run_capture (wargv);
   if (warm == NULL)
     goto out;
+  if (json_only) {
+    rc = json_rounds (sedp, url, req, concurrency, MAX (json_rounds_n, 1), json_seconds, other_cpus)
+             ? 0 : 1;
+    goto out;
+  }
 
   /* 4. The ratio, in rounds: the bare model for --model-seconds (the server idles meanwhile),
    * then the served pipeline for --round-seconds, --rounds times. The machine is shared and its
@@ -323,6 +392,9 @@ main (int argc, char **argv)
   if (e2e == NULL)
     goto out;
   fputs (e2e, stderr);
+  if (json_rounds_n > 0 && !json_rounds (sedp, url, req, concurrency, json_rounds_n, json_seconds,
+                                         other_cpus))
+    goto out;
   kill (server, SIGTERM);
   waitpid (server, NULL, 0);
   server = 0;

@@ -409,7 +409,7 @@ bare_to_floats (JsonDecode *d)
 static int
 number_element (JsonDecode *d, const Number *n)
 {
-  guint64 id;
+  guint64 id = 0;
   switch (d->list) {
   case LIST_IDS:
     return number_id (d, n, &id) && push_id (d, id);
@@ -582,7 +582,7 @@ on_string (void *ctx, const unsigned char *str, size_t len)
 {
   JsonDecode *d = ctx;
   const char *s = (const char *) str;
-  guint64 id;
+  guint64 id = 0;
   if (!check_text (d, s, len, FALSE))
     return 0;
   switch (d->expect) {
@@ -725,15 +725,17 @@ static int
 key_oneof (JsonDecode *d, const char *k, gsize len)
 {
   static const char *const kinds[] = {"int_value", "float_value", "string_value", "ids", "floats"};
-  g_autofree char *fp = feature_path (d);
-  if (d->oneof_set)
+  if (d->oneof_set) {
+    g_autofree char *fp = feature_path (d);
     return fail (d, SEDP_PROTOCOL_ERROR_INVALID, "%s: expected one of int_value, float_value, "
                  "string_value, ids, floats", fp);
+  }
   for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
     if (key_is (k, len, kinds[i])) {
       d->expect = E_INT_VALUE + i;
       return 1;
     }
+  g_autofree char *fp = feature_path (d);
   return unknown_field (d, fp, k, len, "int_value, float_value, string_value, ids, floats");
 }
 

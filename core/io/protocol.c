@@ -9,7 +9,6 @@
 #include "../runtime/frame-private.h"
 #include "sedp.pb-c.h"
 
-#include <json-glib/json-glib.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,6 +565,80 @@ ranked_cmp (const void *a, const void *b)
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* @s as a JSON string (invalid UTF-8 replaced, control characters escaped). */
+static void
+json_string (GString *out, const char *s)
+{
+  g_autofree char *valid = g_utf8_validate (s, -1, NULL) ? NULL : g_utf8_make_valid (s, -1);
+  const char *p = valid ? valid : s;
+  g_string_append_c (out, '"');
+  for (; *p; p++) {
+    guchar c = (guchar) *p;
+    if (c == '"' || c == '\\') {
+      g_string_append_c (out, '\\');
+      g_string_append_c (out, (char) c);
+    } else if (c < 0x20) {
+      g_string_append_printf (out, "\\u%04x", c);
+    } else {
+      g_string_append_c (out, (char) c);
+    }
+  }
+  g_string_append_c (out, '"');
+}
+
+/* A score: a float32 with the 9 significant digits that read back as the same float; not-a-number
+ * and infinities, which JSON cannot hold, as 0. */
+static void
+json_float (GString *out, float f)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append (out, g_ascii_formatd (buf, sizeof buf, "%.9g", isfinite (f) ? f : 0.0));
+}
+
+/* The JSON form of a PredictResponse (proto3 JSON names; enums by name). */
+static GBytes *
+response_json (const Sedp__Serving__PredictResponse *resp)
+{
+  GString *out = g_string_sized_new (64 + resp->n_items * 48);
+  g_string_append (out, "{\"request_id\":");
+  json_string (out, resp->request_id);
+  g_string_append_printf (out, ",\"status\":\"%s\"",
+                          sedp__serving__predict_response__status__descriptor.values[resp->status].name);
+  if (*resp->message) {
+    g_string_append (out, ",\"message\":");
+    json_string (out, resp->message);
+  }
+  g_string_append (out, ",\"model_version\":");
+  json_string (out, resp->model_version);
+  g_string_append (out, ",\"items\":[");
+  for (gsize i = 0; i < resp->n_items; i++) {
+    const Sedp__Serving__ItemResult *it = resp->items[i];
+    g_string_append_printf (out, "%s{\"id\":%" G_GUINT64_FORMAT ",\"scores\":[", i ? "," : "",
+                            (guint64) it->id);
+    for (gsize k = 0; k < it->n_scores; k++) {
+      if (k)
+        g_string_append_c (out, ',');
+      json_float (out, it->scores[k]);
+    }
+    g_string_append_printf (out, "],\"status\":\"%s\"",
+                            sedp__serving__item_result__status__descriptor.values[it->status].name);
+    if (*it->message) {
+      g_string_append (out, ",\"message\":");
+      json_string (out, it->message);
+    }
+    g_string_append_c (out, '}');
+  }
+  g_string_append_c (out, ']');
+  if (resp->n_top_k) {
+    g_string_append (out, ",\"top_k\":[");
+    for (gsize k = 0; k < resp->n_top_k; k++)
+      g_string_append_printf (out, "%s%u", k ? "," : "", resp->top_k[k]);
+    g_string_append_c (out, ']');
+  }
+  g_string_append_c (out, '}');
+  return g_string_free_to_bytes (out);
+}
+
 GBytes *
 sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
                                const char *model_version, guint top_k, SedpProtocolFormat format)
@@ -654,52 +727,5 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
     sedp__serving__predict_response__pack (&resp, buf);
     return g_bytes_new_take (buf, len);
   }
-  g_autoptr (JsonBuilder) b = json_builder_new ();
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "request_id");
-  json_builder_add_string_value (b, resp.request_id);
-  json_builder_set_member_name (b, "status");
-  json_builder_add_string_value (
-      b, sedp__serving__predict_response__status__descriptor.values[resp.status].name);
-  if (*resp.message) {
-    json_builder_set_member_name (b, "message");
-    json_builder_add_string_value (b, resp.message);
-  }
-  json_builder_set_member_name (b, "model_version");
-  json_builder_add_string_value (b, resp.model_version);
-  json_builder_set_member_name (b, "items");
-  json_builder_begin_array (b);
-  for (guint i = 0; i < n; i++) {
-    json_builder_begin_object (b);
-    json_builder_set_member_name (b, "id");
-    json_builder_add_int_value (b, (gint64) items[i].id);
-    json_builder_set_member_name (b, "scores");
-    json_builder_begin_array (b);
-    for (gsize k = 0; k < items[i].n_scores; k++)
-      json_builder_add_double_value (b, isfinite (items[i].scores[k]) ? items[i].scores[k] : 0.0);
-    json_builder_end_array (b);
-    json_builder_set_member_name (b, "status");
-    json_builder_add_string_value (
-        b, sedp__serving__item_result__status__descriptor.values[items[i].status].name);
-    if (*items[i].message) {
-      json_builder_set_member_name (b, "message");
-      json_builder_add_string_value (b, items[i].message);
-    }
-    json_builder_end_object (b);
-  }
-  json_builder_end_array (b);
-  if (resp.n_top_k) {
-    json_builder_set_member_name (b, "top_k");
-    json_builder_begin_array (b);
-    for (gsize k = 0; k < resp.n_top_k; k++)
-      json_builder_add_int_value (b, resp.top_k[k]);
-    json_builder_end_array (b);
-  }
-  json_builder_end_object (b);
-  g_autoptr (JsonGenerator) gen = json_generator_new ();
-  g_autoptr (JsonNode) root = json_builder_get_root (b);
-  json_generator_set_root (gen, root);
-  gsize len = 0;
-  char *text = json_generator_to_data (gen, &len);
-  return g_bytes_new_take (text, len);
+  return response_json (&resp);
 }
