@@ -396,7 +396,70 @@ huge_proto_id (void)
   return make_protobuf (2, G_MAXUINT64 - 1, 0);
 }
 
+/* The request of the report that crashed the server: '[' x 200 000 then as many ']' (400 KB). */
+static GBytes *
+brackets (void)
+{
+  gsize n = 200000;
+  char *b = g_malloc (2 * n);
+  memset (b, '[', n);
+  memset (b + n, ']', n);
+  return g_bytes_new_take (b, 2 * n);
+}
+
+/* Deep inside a valid prefix, where an array may come. */
+static GBytes *
+deep_feature (void)
+{
+  GString *s = g_string_new ("{\"items\": [{\"id\": 1, \"features\": {\"x\": ");
+  for (guint i = 0; i < 500000; i++)
+    g_string_append_c (s, '[');
+  return g_string_free_to_bytes (s);
+}
+
+/* One item with 2 000 features, past max_features (1 024). */
+static GBytes *
+many_features (void)
+{
+  GString *s = g_string_new ("{\"items\": [{\"id\": 1, \"features\": {");
+  for (guint i = 0; i < 2000; i++)
+    g_string_append_printf (s, "%s\"f%u\": 1", i ? ", " : "", i);
+  g_string_append (s, "}}]}");
+  return g_string_free_to_bytes (s);
+}
+
+/* A list of 70 000 ids, past max_values (65 536). */
+static GBytes *
+long_list (void)
+{
+  GString *s = g_string_new ("{\"items\": [{\"id\": 1, \"features\": {\"h\": [");
+  for (guint i = 0; i < 70000; i++)
+    g_string_append_printf (s, "%s%u", i ? "," : "", i);
+  g_string_append (s, "]}}]}");
+  return g_string_free_to_bytes (s);
+}
+
+/* A string value of 100 000 bytes, past max_string_bytes (65 536). */
+static GBytes *
+long_string (void)
+{
+  GString *s = g_string_new ("{\"items\": [{\"id\": 1, \"features\": {\"s\": \"");
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (s, 'a');
+  g_string_append (s, "\"}}]}");
+  return g_string_free_to_bytes (s);
+}
+
 static const Bad corpus[] = {
+  {"200 000 brackets", NULL, "application/json", NULL, brackets, 400, "must be a JSON object"},
+  {"deep feature", NULL, "application/json", NULL, deep_feature, 400, "items[0].features.x"},
+  {"many features", NULL, "application/json", NULL, many_features, 400, "(max_features)"},
+  {"long list", NULL, "application/json", NULL, long_list, 400, "(max_values)"},
+  {"long string", NULL, "application/json", NULL, long_string, 400, "(max_string_bytes)"},
+  {"NUL in a string", NULL, "application/json",
+   "{\"items\": [{\"id\": 1, \"features\": {\"s\": \"a\\u0000b\"}}]}", NULL, 400, "NUL"},
+  {"two items arrays", NULL, "application/json",
+   "{\"items\": [{\"id\": 1}], \"items\": [{\"id\": 2}]}", NULL, 400, "items: given twice"},
   {"truncated protobuf", NULL, "application/x-protobuf", NULL, truncated, 400, "not a valid protobuf"},
   {"invalid JSON", NULL, "application/json", "{\"items\": [", NULL, 400, "invalid JSON"},
   {"wrong types", NULL, "application/json",
@@ -682,6 +745,13 @@ test_feedback_invalidates (void)
     fprintf (stderr, "\n  feedback: %s\n", r.body);
   CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"invalidated\" : 3"));
   resp_clear (&r);
+  /* Feedback is parsed into a tree (json-glib): deep nesting is refused before the parse. */
+  g_autofree char *deep = g_strnfill (300000, '[');
+  http (s.port, "POST", "/v1/feedback", "application/json", deep, strlen (deep), &r);
+  CU_ASSERT_EQUAL (r.status, 400);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "max_depth"));
+  resp_clear (&r);
+  assert_healthy (s.port);
   predict_json (s.port, "qc", req, &r);
   CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"SCORED\""));
   CU_ASSERT_PTR_NULL (r.body && strstr (r.body, "\"CACHED\""));
