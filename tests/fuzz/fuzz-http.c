@@ -41,6 +41,8 @@ static const char pipeline[] =
     "capacity = 1000\n";
 
 static SedpServer *server;
+/* Kept for the process: the pipeline's plugins stay loaded while it lives. */
+static SedpRegistry *registry;
 
 /* The client's end of one connection. */
 typedef struct {
@@ -139,12 +141,11 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   if (!g_file_set_contents (path, pipeline, -1, NULL))
     g_error ("fuzz: cannot write %s", path);
   const char *dirs[] = {SEDP_FUZZ_PLUGIN_DIR, NULL};
-  SedpRegistry *registry = sedp_registry_new (dirs);
+  registry = sedp_registry_new (dirs);
   server = sedp_server_new (MAX_BODY);
   GError *error = NULL;
   if (!sedp_server_add_pipeline (server, path, registry, &error))
     g_error ("fuzz: %s", error->message);
-  /* The registry must outlive the pipeline (its plugins stay loaded): kept for the process. */
   return 0;
 }
 
