@@ -83,8 +83,11 @@ client_read (gint fd, GIOCondition condition, gpointer data)
   for (;;) {
     ssize_t r = recv (fd, buf, sizeof buf, 0);
     if (r > 0) {
-      if (c->received == 0)
-        g_strlcpy (c->status, buf, MIN ((gsize) r + 1, sizeof c->status));
+      if (c->received == 0) {
+        gsize n = MIN ((gsize) r, sizeof c->status - 1);
+        memcpy (c->status, buf, n);
+        c->status[n] = '\0';
+      }
       c->received += (guint64) r;
       continue;
     }
