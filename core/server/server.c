@@ -199,12 +199,36 @@ on_request_done (SedpRequest *request, gpointer user_data)
  * once only to a client that asked `Expect: 100-continue`; from any other it still reads the
  * whole body first, which is then discarded as it arrives instead of being kept (a client
  * declaring and sending gigabytes would otherwise have them held in memory). */
+/* A body of unknown length (chunked) as it arrives: once past the limit, the rest is discarded
+ * as it comes and the handler answers 413 (only the first max_body bytes were ever kept). */
+static void
+on_body_chunk (SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+  SedpServer *server = user_data;
+  gsize seen = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (msg), "sedp-body-seen"));
+  seen += g_bytes_get_size (chunk);
+  g_object_set_data (G_OBJECT (msg), "sedp-body-seen", GSIZE_TO_POINTER (seen));
+  if (seen > server->max_body)
+    soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
+}
+
+/* TRUE when the body of @msg passed the limit while it was read (a chunked one). */
+static gboolean
+body_over_limit (SedpServer *server, SoupServerMessage *msg)
+{
+  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+  gsize seen = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (msg), "sedp-body-seen"));
+  return (guint64) body->length > server->max_body || seen > server->max_body;
+}
+
 static void
 early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query,
                gpointer user_data)
 {
   SedpServer *server = user_data;
   SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
+  if (soup_message_headers_get_encoding (h) != SOUP_ENCODING_CONTENT_LENGTH)
+    g_signal_connect (msg, "got-chunk", G_CALLBACK (on_body_chunk), server);
   if (soup_message_headers_get_encoding (h) == SOUP_ENCODING_CONTENT_LENGTH &&
       (guint64) soup_message_headers_get_content_length (h) > server->max_body) {
     soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
@@ -264,9 +288,9 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
     return;
   }
   SoupMessageBody *body = soup_server_message_get_request_body (msg);
-  if ((guint64) body->length > server->max_body) {
-    g_autofree char *m = g_strdup_printf ("the body (%" G_GINT64_FORMAT " bytes) is over the limit "
-                                          "of %" G_GSIZE_FORMAT " bytes", body->length, server->max_body);
+  if (body_over_limit (server, msg)) {
+    g_autofree char *m = g_strdup_printf ("the body is over the limit of %" G_GSIZE_FORMAT
+                                          " bytes (--max-body)", server->max_body);
     respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
     return;
   }
@@ -481,7 +505,7 @@ handle_feedback (SedpServer *server, SoupServerMessage *msg)
     return;
   }
   SoupMessageBody *body = soup_server_message_get_request_body (msg);
-  if ((guint64) body->length > server->max_body) {
+  if (body_over_limit (server, msg)) {
     respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "the body is over the limit");
     return;
   }

@@ -139,9 +139,27 @@ resp_clear (Resp *r)
   memset (r, 0, sizeof *r);
 }
 
+static void http_raw (guint port, const GString *req, Resp *out);
+
 static void
 http (guint port, const char *method, const char *path, const char *ctype, const void *body,
       gsize len, Resp *out)
+{
+  g_autoptr (GString) req = g_string_new (NULL);
+  g_string_append_printf (req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method,
+                          path);
+  if (ctype)
+    g_string_append_printf (req, "Content-Type: %s\r\n", ctype);
+  if (body || strcmp (method, "POST") == 0)
+    g_string_append_printf (req, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
+  g_string_append (req, "\r\n");
+  g_string_append_len (req, body, (gssize) len);
+  http_raw (port, req, out);
+}
+
+/* Sends the bytes of @req (a whole HTTP request) and reads the response until the server closes. */
+static void
+http_raw (guint port, const GString *req, Resp *out)
 {
   memset (out, 0, sizeof *out);
   int fd = socket (AF_INET, SOCK_STREAM, 0);
@@ -155,15 +173,6 @@ http (guint port, const char *method, const char *path, const char *ctype, const
     close (fd);
     return;
   }
-  g_autoptr (GString) req = g_string_new (NULL);
-  g_string_append_printf (req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method,
-                          path);
-  if (ctype)
-    g_string_append_printf (req, "Content-Type: %s\r\n", ctype);
-  if (body || strcmp (method, "POST") == 0)
-    g_string_append_printf (req, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
-  g_string_append (req, "\r\n");
-  g_string_append_len (req, body, (gssize) len);
   gsize off = 0;
   while (off < req->len) {
     ssize_t n = send (fd, req->str + off, req->len - off, MSG_NOSIGNAL);
@@ -1057,6 +1066,43 @@ test_command_line (void)
   }
 }
 
+/* A chunked body (no Content-Length, so no early refusal) over --max-body: 413 once read, the
+ * bytes past the limit discarded as they arrive; a chunked body within it is served. */
+static void
+test_oversize_chunked_body (void)
+{
+  const char *const pipelines[] = {basic_pipeline, NULL};
+  Server s;
+  CU_ASSERT_TRUE_FATAL (server_start (&s, pipelines, "--max-body=1048576"));
+  long before = server_peak_kb (&s);
+  g_autoptr (GString) req = g_string_new ("POST /v1/pipelines/serve:predict HTTP/1.1\r\n"
+                                          "Host: 127.0.0.1\r\nConnection: close\r\n"
+                                          "Content-Type: application/json\r\n"
+                                          "Transfer-Encoding: chunked\r\n\r\n");
+  g_autofree char *spaces = g_strnfill (65536, ' ');
+  for (guint i = 0; i < 512; i++) /* 32 MiB */
+    g_string_append_printf (req, "10000\r\n%s\r\n", spaces);
+  g_string_append (req, "0\r\n\r\n");
+  Resp r;
+  http_raw (s.port, req, &r);
+  CU_ASSERT_EQUAL (r.status, 413);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "--max-body"));
+  resp_clear (&r);
+  long grown = server_peak_kb (&s) - before;
+  if (grown > 16 * 1024)
+    fprintf (stderr, "\n  peak memory grew by %ld kB for a 32 MiB chunked body\n", grown);
+  CU_ASSERT (grown <= 16 * 1024);
+  g_string_assign (req, "POST /v1/pipelines/serve:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Connection: close\r\nContent-Type: application/json\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n"
+                   "a\r\n{\"items\": \r\n" "c\r\n[{\"id\": 1}]}\r\n" "0\r\n\r\n");
+  http_raw (s.port, req, &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 int
 main (void)
 {
@@ -1079,6 +1125,7 @@ main (void)
     T (test_command_line),
     T (test_client_closed_connections),
     T (test_oversize_body_not_kept),
+    T (test_oversize_chunked_body),
     T (test_warmup_healthz),
     T (test_warmup_fails),
     T (test_warmup_bad_file),
