@@ -774,13 +774,9 @@ on_map_key (void *ctx, const unsigned char *key, size_t len)
 static int
 end_row (JsonDecode *d)
 {
-  char path[48];
   RowBuilder *b = d->b;
   gboolean item = b == &d->items;
-  g_snprintf (path, sizeof path, "%s.id", item ? "items[]" : "user");
-  if (item)
-    g_snprintf (path, sizeof path, "items[%u].id", d->row);
-  if (d->has_id && !sedp_protocol_check_id (d->id, path, item ? "item_id" : "user_id", &d->error))
+  if (d->has_id && !sedp_protocol_check_id (d->id, item ? (gint64) d->row : -1, &d->error))
     return 0;
   RowValue es = {.src = SRC_FLOAT, .v.d = d->escore}, id = {.src = SRC_INT, .v.i = (gint64) d->id};
   if (item && d->has_escore && !row_builder_set_named (b, d->row, "escore", 6, &es, &d->error))

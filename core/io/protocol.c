@@ -301,9 +301,7 @@ wire_item (WireDecode *d, Wire *w, RowBuilder *b, guint row, GError **error)
   }
   if (bad)
     return malformed (error, w, &d->whole, "items[%u]: a malformed field tag", row);
-  char id_path[48];
-  g_snprintf (id_path, sizeof id_path, "items[%u].id", row);
-  if (!sedp_protocol_check_id (id, id_path, "item_id", error))
+  if (!sedp_protocol_check_id (id, row, error))
     return FALSE;
   RowValue es = {.src = SRC_FLOAT, .v.d = float_from_bits (escore)};
   RowValue v = {.src = SRC_INT, .v.i = (gint64) id};
@@ -394,7 +392,7 @@ wire_users (WireDecode *d, GArray *users, SedpFrame *request_frame, GError **err
   for (guint i = 0; ok && i < users->len; i++)
     ok = wire_user (d, &g_array_index (users, Wire, i), &b, &user_id, error);
   if (ok && users->len > 0) {
-    ok = sedp_protocol_check_id (user_id, "user.id", "user_id", error);
+    ok = sedp_protocol_check_id (user_id, -1, error);
     id.v.i = (gint64) user_id;
     ok = ok && row_builder_set_named (&b, 0, "user_id", 7, &id, error);
   }

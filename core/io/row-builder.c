@@ -42,13 +42,15 @@ sedp_protocol_over_limit (GError **error, const char *format, ...)
 }
 
 gboolean
-sedp_protocol_check_id (guint64 id, const char *path, const char *column, GError **error)
+sedp_protocol_check_id (guint64 id, gint64 row, GError **error)
 {
-  if (id > (guint64) G_MAXINT64)
-    return sedp_protocol_invalid (error, "%s: %" G_GUINT64_FORMAT " does not fit the int64 column "
-                                  "%s (ids up to 2^63-1; send larger ids as an 'ids' feature, "
-                                  "stored as uint64)", path, id, column);
-  return TRUE;
+  if (id <= (guint64) G_MAXINT64)
+    return TRUE;
+  g_autofree char *path =
+    row < 0 ? g_strdup ("user.id") : g_strdup_printf ("items[%" G_GINT64_FORMAT "].id", row);
+  return sedp_protocol_invalid (error, "%s: %" G_GUINT64_FORMAT " does not fit the int64 column "
+                                "%s (ids up to 2^63-1; send larger ids as an 'ids' feature, "
+                                "stored as uint64)", path, id, row < 0 ? "user_id" : "item_id");
 }
 
 /* ---- the store ---- */

@@ -105,8 +105,9 @@ SedpFrame *row_builder_frame (RowBuilder *b);
 /* Sets @error: SEDP_PROTOCOL_ERROR_INVALID, "invalid request: " and the message. */
 gboolean sedp_protocol_invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
-/* TRUE when @id fits the int64 column @column, else FALSE with @error naming @path. */
-gboolean sedp_protocol_check_id (guint64 id, const char *path, const char *column, GError **error);
+/* TRUE when @id fits an int64 column, else FALSE with @error naming the field: the id of
+ * item @row, or the user's id when @row is negative (the path is built only then). */
+gboolean sedp_protocol_check_id (guint64 id, gint64 row, GError **error);
 
 /* Sets @error: SEDP_PROTOCOL_ERROR_LIMIT, "invalid request: " and the message. */
 gboolean sedp_protocol_over_limit (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
