@@ -209,7 +209,7 @@ sedp_request_from_predict_json (const char *text, gsize length, const char *wher
 {
   g_autoptr (GError) local = NULL;
   JsonObject *obj;
-  g_autoptr (JsonParser) parser = parse_object (text, length, &obj, &local);
+  g_autoptr (JsonParser) parser G_GNUC_UNUSED = parse_object (text, length, &obj, &local);
   if (local) {
     g_set_error (error, SEDP_IO_ERROR, SEDP_IO_ERROR_INVALID, "%s: %s%s", where,
                  local->domain == JSON_PARSER_ERROR ? "invalid JSON: " : "", local->message);
@@ -261,7 +261,7 @@ sedp_request_json_is_predict (const char *text, gsize length)
 {
   g_autoptr (GError) local = NULL;
   JsonObject *obj;
-  g_autoptr (JsonParser) parser = parse_object (text, length, &obj, &local);
+  g_autoptr (JsonParser) parser G_GNUC_UNUSED = parse_object (text, length, &obj, &local);
   if (obj == NULL)
     return FALSE;
   if (json_object_has_member (obj, "request_id") || json_object_has_member (obj, "top_k"))
