@@ -92,14 +92,22 @@ peek_member (const char *p, const char *end, gboolean is_id, SedpProtocolPeek *p
   return p + (quoted && p < end && *p == '"');
 }
 
-/* The top-level "request_id" and "deadline_ms" members of a JSON object. */
+/* The top-level "request_id" and "deadline_ms" members of a JSON object. Best effort, and
+ * bounded: it gives up on a body that is not an object, deeper than the default nesting limit
+ * (the decoder refuses those anyway, and must not find the peek's scan of a deep body before
+ * it), and stops at the end of the object or once both members are found. */
 static void
 peek_json (const char *p, gsize size, SedpProtocolPeek *peek)
 {
   const char *end = p + size;
+  while (p < end && g_ascii_isspace (*p))
+    p++;
+  if (p == end || *p != '{')
+    return;
   int depth = 0;
+  guint found = 0; /* 1: request_id, 2: deadline_ms */
   gboolean key_next = FALSE; /* at depth 1, the next string is a member name */
-  while (p < end) {
+  while (p < end && found != 3) {
     char c = *p++;
     if (c == '"') {
       gboolean escaped;
@@ -112,13 +120,17 @@ peek_json (const char *p, gsize size, SedpProtocolPeek *peek)
       gsize len = (gsize) (p - 1 - start);
       gboolean is_deadline = len == 11 && memcmp (start, "deadline_ms", 11) == 0;
       gboolean is_id = len == 10 && memcmp (start, "request_id", 10) == 0;
-      if (is_deadline || is_id)
+      if (is_deadline || is_id) {
         p = peek_member (p, end, is_id, peek);
+        found |= is_id ? 1 : 2;
+      }
     } else if (c == '{' || c == '[') {
-      depth++;
+      if (++depth > SEDP_PROTOCOL_DEFAULT_MAX_DEPTH)
+        return;
       key_next = depth == 1 && c == '{';
     } else if (c == '}' || c == ']') {
-      depth--;
+      if (--depth == 0)
+        return;
     } else if (c == ',' && depth == 1) {
       key_next = TRUE;
     }

@@ -525,6 +525,38 @@ test_peek (void)
   CU_ASSERT_PTR_NULL (p.request_id);
 }
 
+/* The peek is bounded: nothing read from a body that is not an object, nothing past the end of
+ * the object, nothing past the default nesting limit (members after a too-deep value are not
+ * looked for: the decoder refuses the request). */
+static void
+test_peek_bounded (void)
+{
+  SedpProtocolPeek p;
+  const char *array = " [{\"request_id\": \"no\", \"deadline_ms\": 5}]";
+  sedp_protocol_peek ((const guint8 *) array, strlen (array), SEDP_PROTOCOL_JSON, &p);
+  CU_ASSERT_PTR_NULL (p.request_id);
+  CU_ASSERT_EQUAL (p.deadline_ms, 0);
+  const char *after = "{\"items\": []} {\"request_id\": \"no\", \"deadline_ms\": 5}";
+  sedp_protocol_peek ((const guint8 *) after, strlen (after), SEDP_PROTOCOL_JSON, &p);
+  CU_ASSERT_PTR_NULL (p.request_id);
+  CU_ASSERT_EQUAL (p.deadline_ms, 0);
+  g_autoptr (GString) deep = g_string_new ("{\"deadline_ms\": 7, \"x\": ");
+  for (guint i = 0; i < SEDP_PROTOCOL_DEFAULT_MAX_DEPTH; i++)
+    g_string_append_c (deep, '[');
+  for (guint i = 0; i < SEDP_PROTOCOL_DEFAULT_MAX_DEPTH; i++)
+    g_string_append_c (deep, ']');
+  g_string_append (deep, ", \"request_id\": \"late\"}");
+  sedp_protocol_peek ((const guint8 *) deep->str, deep->len, SEDP_PROTOCOL_JSON, &p);
+  CU_ASSERT_EQUAL (p.deadline_ms, 7);
+  CU_ASSERT_PTR_NULL (p.request_id);
+  /* one level less: within the limit, the whole object is read */
+  g_string_erase (deep, strlen ("{\"deadline_ms\": 7, \"x\": "), 1);
+  g_string_erase (deep, deep->len - strlen (", \"request_id\": \"late\"}") - 1, 1);
+  sedp_protocol_peek ((const guint8 *) deep->str, deep->len, SEDP_PROTOCOL_JSON, &p);
+  CU_ASSERT_STRING_EQUAL (p.request_id, "late");
+  g_free (p.request_id);
+}
+
 int
 main (void)
 {
@@ -545,6 +577,7 @@ main (void)
   T (test_numbers);
   T (test_bare_list_turns_float);
   T (test_peek);
+  T (test_peek_bounded);
   CU_basic_set_mode (CU_BRM_VERBOSE);
   CU_basic_run_tests ();
   guint failed = CU_get_number_of_failures ();
