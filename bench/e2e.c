@@ -19,8 +19,12 @@
  *    protobuf at C clients, JSON at C, protobuf at 1, JSON at 1, the same requests (the
  *    example's requests.jsonl, sent by `sedp bench` in either encoding). Prints
  *    json_over_protobuf (the median of the rounds' ratios at C) and, for each encoding, its
- *    items/s at 1 and at C clients and their ratio (how it grows with clients).
- *    --json-only skips steps 4-6.
+ *    items/s at 1 and at C clients and their ratio (how it grows with clients); on the pinned
+ *    layout (the model on its own core) the keys start with pinned_;
+ * 8. when the model was pinned: step 7 again on a server of the default layout (no pinning, as
+ *    `sedp serve pipelines/ctr.pipeline` runs), unprefixed keys, and each encoding's best layout
+ *    compared (json_over_protobuf_best_layouts).
+ *    --json-only skips steps 4-6 (and 8).
  *
  * Options: --concurrency C (default 8), --duration S (default 60), --parallelism P (default: as
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
@@ -113,10 +117,43 @@ bench_items (const char *sedp, const char *url, const char *requests, int client
   return result_value (out, "items_per_s");
 }
 
-/* Step 7: JSON against protobuf in interleaved rounds, at @clients and at 1 client. */
+/* The medians at C clients of the last json_rounds(), for json_default_layout(). */
+static double last_pb_items, last_json_items;
+
+/* Step 8 of a full run, after the JSON rounds on the pinned layout: the same rounds on a server
+ * of the default layout (`--json-only --model-cpus none`: no core pinned, what
+ * `sedp serve pipelines/ctr.pipeline` does), by this program itself; its RESULT lines are passed
+ * on. Each encoding's best layout is then compared: json_over_protobuf_best_layouts = JSON's
+ * best items/s at C over protobuf's best (medians, rounds minutes apart: a noisier figure than
+ * the per-round ratios). */
+static gboolean
+json_default_layout (const char *self, int rounds, double seconds, int clients)
+{
+  double pb_pinned = last_pb_items, json_pinned = last_json_items;
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *r_s = g_strdup_printf ("%d", rounds), *s_s = g_strdup_printf ("%g", seconds);
+  g_autofree char *c_s = g_strdup_printf ("%d", clients);
+  char *argv[] = {exe ? exe : (char *) self, "--json-only", "--model-cpus", "none", "--json-rounds",
+                  r_s, "--json-round-seconds", s_s, "--concurrency", c_s, NULL};
+  g_autofree char *out = run_capture (argv);
+  if (out == NULL)
+    return FALSE;
+  fputs (out, stdout);
+  g_autofree char *pb_key = g_strdup_printf ("protobuf_items_per_s_c%d", clients);
+  g_autofree char *js_key = g_strdup_printf ("json_items_per_s_c%d", clients);
+  double pb = MAX (pb_pinned, result_value (out, pb_key));
+  double js = MAX (json_pinned, result_value (out, js_key));
+  printf ("RESULT protobuf_best_items_per_s_c%d=%.1f json_best_items_per_s_c%d=%.1f\n", clients, pb,
+          clients, js);
+  printf ("RESULT json_over_protobuf_best_layouts=%.3f\n", pb > 0 ? js / pb : 0);
+  return TRUE;
+}
+
+/* Step 7: JSON against protobuf in interleaved rounds, at @clients and at 1 client; RESULT keys
+ * prefixed by @label ("" for the default layout, "pinned_" for the model on its own cores). */
 static gboolean
 json_rounds (const char *sedp, const char *url, const char *requests, int clients, int rounds,
-             double seconds, const char *cpus)
+             double seconds, const char *cpus, const char *label)
 {
   enum { PB_C, JS_C, PB_1, JS_1, N_LOADS };
   static const char *const formats[] = {"protobuf", "json", "protobuf", "json"};
@@ -139,13 +176,18 @@ json_rounds (const char *sedp, const char *url, const char *requests, int client
   double m[N_LOADS];
   for (int k = 0; k < N_LOADS; k++)
     m[k] = median (v + k * rounds, rounds);
-  printf ("RESULT json_rounds=%d json_round_s=%g json_clients=%d\n", rounds, seconds, clients);
-  printf ("RESULT json_over_protobuf=%.3f\n", median (ratio, rounds));
-  printf ("RESULT json_over_protobuf_rounds=%s\n", list->str);
-  printf ("RESULT protobuf_items_per_s_c1=%.1f protobuf_items_per_s_c%d=%.1f protobuf_c%d_over_c1=%.2f\n",
-          m[PB_1], clients, m[PB_C], clients, m[PB_C] / m[PB_1]);
-  printf ("RESULT json_items_per_s_c1=%.1f json_items_per_s_c%d=%.1f json_c%d_over_c1=%.2f\n",
-          m[JS_1], clients, m[JS_C], clients, m[JS_C] / m[JS_1]);
+  last_pb_items = m[PB_C];
+  last_json_items = m[JS_C];
+  const char *l = label;
+  printf ("RESULT %sjson_rounds=%d %sjson_round_s=%g %sjson_clients=%d %sjson_layout=%s\n", l, rounds,
+          l, seconds, l, clients, l, cpus ? cpus : "any");
+  printf ("RESULT %sjson_over_protobuf=%.3f\n", l, median (ratio, rounds));
+  printf ("RESULT %sjson_over_protobuf_rounds=%s\n", l, list->str);
+  printf ("RESULT %sprotobuf_items_per_s_c1=%.1f %sprotobuf_items_per_s_c%d=%.1f "
+          "%sprotobuf_c%d_over_c1=%.2f\n", l, m[PB_1], l, clients, m[PB_C], l, clients,
+          m[PB_C] / m[PB_1]);
+  printf ("RESULT %sjson_items_per_s_c1=%.1f %sjson_items_per_s_c%d=%.1f %sjson_c%d_over_c1=%.2f\n",
+          l, m[JS_1], l, clients, m[JS_C], l, clients, m[JS_C] / m[JS_1]);
   return TRUE;
 }
 
@@ -349,8 +391,8 @@ main (int argc, char **argv)
   if (warm == NULL)
     goto out;
   if (json_only) {
-    rc = json_rounds (sedp, url, req, concurrency, MAX (json_rounds_n, 1), json_seconds, other_cpus)
-             ? 0 : 1;
+    rc = json_rounds (sedp, url, req, concurrency, MAX (json_rounds_n, 1), json_seconds, other_cpus,
+                      model_cpus ? "pinned_" : "") ? 0 : 1;
     goto out;
   }
 
@@ -393,11 +435,14 @@ main (int argc, char **argv)
     goto out;
   fputs (e2e, stderr);
   if (json_rounds_n > 0 && !json_rounds (sedp, url, req, concurrency, json_rounds_n, json_seconds,
-                                         other_cpus))
+                                         other_cpus, model_cpus ? "pinned_" : ""))
     goto out;
   kill (server, SIGTERM);
   waitpid (server, NULL, 0);
   server = 0;
+  if (json_rounds_n > 0 && model_cpus && !json_default_layout (argv[0], json_rounds_n, json_seconds,
+                                                               concurrency))
+    goto out;
 
   char reader_s[16] = "file";
   if (reader_par > 0)
