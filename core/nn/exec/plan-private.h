@@ -70,6 +70,7 @@ struct _Plan {
   GArray *steps;        /* Step */
   guint8 *arena;
   gsize arena_size;
+  gboolean arena_mapped; /* arena from mmap (plan_arena_alloc), else from the heap */
   gpointer *ptrs;       /* per value, resolved */
   guint n_inputs;
   int *input_values;

@@ -2,6 +2,8 @@
 #include "ops.h"
 
 #include <cblas.h>
+#include <errno.h>
+#include <sys/mman.h>
 
 /* Values folded at plan time when every input is constant and each output is at most this many
  * elements (bigger results, such as a transposed weight matrix, would be copied per plan). */
@@ -41,6 +43,44 @@ sedp_nn_model_check (const SedpNnModel *model, GError **error)
   return FALSE;
 }
 
+/* Arenas of at least this size are mapped, not taken from the heap. */
+#define ARENA_MAP_MIN ((gsize) 1 << 20)
+
+/* The plan's zeroed arena of @size bytes. A large one is mapped (anonymous memory is zero and
+ * lazily backed), so that a model whose plan asks for gigabytes costs nothing until a run
+ * touches them: `sedp model info` of a hostile file stays instant, and a plan's resident memory
+ * is what its runs use. */
+static gboolean
+plan_arena_alloc (Plan *p, gsize size, GError **error)
+{
+  if (size < ARENA_MAP_MIN) {
+    p->arena = g_aligned_alloc0 (size, 1, NN_ALIGN);
+    return TRUE;
+  }
+  void *m = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                  -1, 0);
+  if (m == MAP_FAILED) {
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_SHAPE,
+                 "cannot map the model's %zu bytes of intermediate values at batch %" G_GINT64_FORMAT
+                 ": %s", size, p->batch, g_strerror (errno));
+    return FALSE;
+  }
+  p->arena = m;
+  p->arena_mapped = TRUE;
+  return TRUE;
+}
+
+static void
+plan_arena_free (Plan *p)
+{
+  if (p->arena_mapped && p->arena)
+    munmap (p->arena, MAX (p->arena_size, NN_ALIGN));
+  else
+    g_free (p->arena);
+  p->arena = NULL;
+  p->arena_mapped = FALSE;
+}
+
 static void
 plan_clear (Plan *p)
 {
@@ -55,7 +95,7 @@ plan_clear (Plan *p)
   g_free (p->values);
   if (p->by_name)
     g_hash_table_unref (p->by_name);
-  g_free (p->arena);
+  plan_arena_free (p);
   g_free (p->ptrs);
   g_free (p->input_values);
   g_free (p->input_info);
@@ -402,8 +442,7 @@ plan_memory (Plan *p, GError **error)
                  total, p->batch, NN_MAX_ARENA);
     return FALSE;
   }
-  p->arena = g_aligned_alloc0 (MAX (total, NN_ALIGN), 1, NN_ALIGN);
-  return TRUE;
+  return plan_arena_alloc (p, MAX (total, NN_ALIGN), error);
 }
 
 static void
