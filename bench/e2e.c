@@ -30,6 +30,7 @@
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
  * --items M (default 300), --rounds N, --round-seconds S, --model-seconds S.
  * See docs/load-testing.md. */
+#include "bench-process.h"
 #include "util/cpus.h"
 
 #include <glib.h>
@@ -41,50 +42,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char *
-find_source_dir (const char *build)
-{
-  g_autofree char *info = g_build_filename (build, "meson-info", "meson-info.json", NULL);
-  g_autoptr (JsonParser) p = json_parser_new ();
-  if (json_parser_load_from_file (p, info, NULL)) {
-    JsonObject *o = json_node_get_object (json_parser_get_root (p));
-    JsonObject *d = json_object_get_object_member (o, "directories");
-    if (d && json_object_has_member (d, "source"))
-      return g_strdup (json_object_get_string_member (d, "source"));
-  }
-  return g_path_get_dirname (build);
-}
-
-/* Runs @argv; returns its stdout (or NULL on failure, with the reason on stderr). */
-static char *
-run_capture (char **argv)
-{
-  g_autofree char *cmd = g_strjoinv (" ", argv);
-  fprintf (stderr, "e2e: %s\n", cmd);
-  char *out = NULL;
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, &out, NULL, &status,
-                     &error)) {
-    fprintf (stderr, "e2e: %s\n", error->message);
-    return NULL;
-  }
-  if (!g_spawn_check_wait_status (status, &error)) {
-    fprintf (stderr, "e2e: %s: %s\n", argv[0], error->message);
-    g_free (out);
-    return NULL;
-  }
-  return out;
-}
-
-static double
-result_value (const char *out, const char *key)
-{
-  g_autofree char *pat = g_strdup_printf ("%s=", key);
-  const char *p = out ? strstr (out, pat) : NULL;
-  return p ? g_ascii_strtod (p + strlen (pat), NULL) : -1;
-}
 
 static int
 cmp_double (const void *a, const void *b)
@@ -111,10 +68,10 @@ bench_items (const char *sedp, const char *url, const char *requests, int client
   char *argv[] = {(char *) sedp, "bench", (char *) url, "--concurrency", c_s, "--duration", d_s,
                   "--requests", (char *) requests, "--format", (char *) format, "--quiet",
                   cpus ? "--cpus" : NULL, (char *) cpus, NULL};
-  g_autofree char *out = run_capture (argv);
-  if (out == NULL || result_value (out, "errors") != 0)
+  g_autofree char *out = bench_run_capture (argv);
+  if (out == NULL || bench_result_value (out, "errors") != 0)
     return -1;
-  return result_value (out, "items_per_s");
+  return bench_result_value (out, "items_per_s");
 }
 
 /* The medians at C clients of the last json_rounds(), for json_default_layout(). */
@@ -135,14 +92,14 @@ json_default_layout (const char *self, int rounds, double seconds, int clients)
   g_autofree char *c_s = g_strdup_printf ("%d", clients);
   char *argv[] = {exe ? exe : (char *) self, "--json-only", "--model-cpus", "none", "--json-rounds",
                   r_s, "--json-round-seconds", s_s, "--concurrency", c_s, NULL};
-  g_autofree char *out = run_capture (argv);
+  g_autofree char *out = bench_run_capture (argv);
   if (out == NULL)
     return FALSE;
   fputs (out, stdout);
   g_autofree char *pb_key = g_strdup_printf ("protobuf_items_per_s_c%d", clients);
   g_autofree char *js_key = g_strdup_printf ("json_items_per_s_c%d", clients);
-  double pb = MAX (pb_pinned, result_value (out, pb_key));
-  double js = MAX (json_pinned, result_value (out, js_key));
+  double pb = MAX (pb_pinned, bench_result_value (out, pb_key));
+  double js = MAX (json_pinned, bench_result_value (out, js_key));
   printf ("RESULT protobuf_best_items_per_s_c%d=%.1f json_best_items_per_s_c%d=%.1f\n", clients, pb,
           clients, js);
   printf ("RESULT json_over_protobuf_best_layouts=%.3f\n", pb > 0 ? js / pb : 0);
@@ -194,6 +151,7 @@ json_rounds (const char *sedp, const char *url, const char *requests, int client
 int
 main (int argc, char **argv)
 {
+  g_set_prgname ("e2e");
   gint concurrency = 8, parallelism = 0, reader_par = 0, items = 300, rounds = 7;
   g_autofree char *model_cpus_opt = NULL;
   gdouble duration = 60, model_seconds = 4, round_seconds = 8, json_seconds = 5;
@@ -239,7 +197,7 @@ main (int argc, char **argv)
   g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *bench_dir = g_path_get_dirname (exe);
   g_autofree char *build = g_path_get_dirname (bench_dir);
-  g_autofree char *src = find_source_dir (build);
+  g_autofree char *src = bench_find_source_dir (build);
   g_autofree char *sedp = g_build_filename (build, "core", "sedp", NULL);
   g_autofree char *data = g_build_filename (build, "e2e-data", NULL);
   g_autofree char *items_s = g_strdup_printf ("%d", items);
@@ -251,7 +209,7 @@ main (int argc, char **argv)
     g_autofree char *prepare = g_build_filename (src, "examples", "ctr", "prepare", NULL);
     g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
     char *pargv[] = {prepare, "--requests", "64", "--items", items_s, out_opt, NULL};
-    g_autofree char *o = run_capture (pargv);
+    g_autofree char *o = bench_run_capture (pargv);
     if (o == NULL)
       return 1;
     fputs (o, stderr);
@@ -387,7 +345,7 @@ main (int argc, char **argv)
   d_s = g_strdup_printf ("%g", duration);
   char *wargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", "3", "--requests", req,
                    "--format", "protobuf", "--quiet", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
-  warm = run_capture (wargv);
+  warm = bench_run_capture (wargv);
   if (warm == NULL)
     goto out;
   if (json_only) {
@@ -413,14 +371,14 @@ main (int argc, char **argv)
   for (int r = 0; r < rounds; r++) {
     char *margv[] = {sedp, "model", "bench", dense, "--batch", b_s, "--threads", t_s, "--seconds", s_s,
                      model_cpus ? "--cpus" : NULL, model_cpus, NULL};
-    g_autofree char *m = run_capture (margv);
+    g_autofree char *m = bench_run_capture (margv);
     char *rargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", r_s, "--requests", req,
                      "--format", "protobuf", "--quiet", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
-    g_autofree char *e = m ? run_capture (rargv) : NULL;
+    g_autofree char *e = m ? bench_run_capture (rargv) : NULL;
     if (e == NULL)
       goto out;
-    models[r] = result_value (m, "rows_per_s");
-    e2es[r] = result_value (e, "items_per_s");
+    models[r] = bench_result_value (m, "rows_per_s");
+    e2es[r] = bench_result_value (e, "items_per_s");
     ratios[r] = models[r] > 0 ? e2es[r] / models[r] : 0;
     fprintf (stderr, "e2e: round %d: model %.0f items/s, served %.0f items/s, ratio %.3f\n", r + 1,
              models[r], e2es[r], ratios[r]);
@@ -430,7 +388,7 @@ main (int argc, char **argv)
   /* 5. The error check: one continuous run of --duration seconds at --concurrency. */
   char *bargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", d_s, "--requests", req,
                    "--format", "protobuf", other_cpus ? "--cpus" : NULL, other_cpus, NULL};
-  e2e = run_capture (bargv);
+  e2e = bench_run_capture (bargv);
   if (e2e == NULL)
     goto out;
   fputs (e2e, stderr);
@@ -455,9 +413,9 @@ main (int argc, char **argv)
   printf ("RESULT model_items_per_s=%.1f\n", median (models, rounds));
   printf ("RESULT e2e_over_model=%.3f\n", median (ratios, rounds));
   printf ("RESULT e2e_over_model_rounds=%s\n", list->str);
-  printf ("RESULT e2e_continuous_items_per_s=%.1f\n", result_value (e2e, "items_per_s"));
-  printf ("RESULT e2e_p99_ms=%.3f\n", result_value (e2e, "p99_ms"));
-  printf ("RESULT e2e_errors=%.0f\n", result_value (e2e, "errors"));
+  printf ("RESULT e2e_continuous_items_per_s=%.1f\n", bench_result_value (e2e, "items_per_s"));
+  printf ("RESULT e2e_p99_ms=%.3f\n", bench_result_value (e2e, "p99_ms"));
+  printf ("RESULT e2e_errors=%.0f\n", bench_result_value (e2e, "errors"));
   rc = 0;
 out:
   if (server > 0) {

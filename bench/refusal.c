@@ -33,6 +33,7 @@
  *
  * Options: --count N (200), --large-count N (20), --rounds R (3). */
 #define _GNU_SOURCE
+#include "bench-process.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <glib.h>
@@ -100,30 +101,13 @@ body_len (const Kind *k)
   return k->body ? g_bytes_get_size (k->body) : 0;
 }
 
-/* The request line and headers; Content-Length @claimed when @expect (no body follows), else
- * the body's length. Connection: close, as sedp serve closes every connection anyway. */
-static char *
-make_head (const char *method, const char *path, const char *ctype, gsize len, gboolean expect)
-{
-  GString *h = g_string_new (NULL);
-  g_string_append_printf (h, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", method, path,
-                          ntohs (server_addr.sin_port));
-  if (ctype)
-    g_string_append_printf (h, "Content-Type: %s\r\n", ctype);
-  if (strcmp (method, "POST") == 0)
-    g_string_append_printf (h, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
-  if (expect)
-    g_string_append (h, "Expect: 100-continue\r\n");
-  g_string_append (h, "Connection: close\r\n\r\n");
-  return g_string_free (h, FALSE);
-}
-
 /* Sets kind @i to a POST of @body (taken) to @path. */
 static void
 set_post (guint i, const char *path, const char *ctype, GBytes *body)
 {
   kinds[i].body = body;
-  kinds[i].head = make_head ("POST", path, ctype, g_bytes_get_size (body), FALSE);
+  kinds[i].head = bench_http_head ("POST", path, ctype, g_bytes_get_size (body), FALSE,
+                                   ntohs (server_addr.sin_port));
 }
 
 /* ---- the bodies ---- */
@@ -224,7 +208,8 @@ error_at_end (void)
 static void
 prepare_small_kinds (void)
 {
-  kinds[K_HEALTHZ].head = make_head ("GET", "/healthz", NULL, 0, FALSE);
+  kinds[K_HEALTHZ].head =
+    bench_http_head ("GET", "/healthz", NULL, 0, FALSE, ntohs (server_addr.sin_port));
   set_post (K_BRACKETS, PREDICT, JSON, nest ("", "[", "", "]", 200000, ""));
   /* 100 000 objects deep where a feature's value goes: about 600 KB */
   set_post (K_NESTED, PREDICT, JSON,
@@ -240,7 +225,8 @@ prepare_small_kinds (void)
   set_post (K_PB_HUGE, PREDICT, PB, g_bytes_new_static (huge, sizeof huge));
   set_post (K_PB_GARBAGE, PREDICT, PB, random_bytes (2000));
   /* declared over the limit, refused before the body: none is sent */
-  kinds[K_OVER_EXPECT].head = make_head ("POST", PREDICT, PB, OVER_MAX_BODY, TRUE);
+  kinds[K_OVER_EXPECT].head =
+    bench_http_head ("POST", PREDICT, PB, OVER_MAX_BODY, TRUE, ntohs (server_addr.sin_port));
 }
 
 static void
@@ -254,21 +240,6 @@ prepare_large_kinds (void)
 }
 
 /* ---- a minimal HTTP/1.1 client: one connection per exchange ---- */
-
-static gboolean
-send_all (int fd, const guint8 *p, gsize n)
-{
-  while (n > 0) {
-    ssize_t w = send (fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return FALSE;
-    p += w;
-    n -= (gsize) w;
-  }
-  return TRUE;
-}
 
 static int
 connect_server (void)
@@ -320,8 +291,8 @@ exchange (const Kind *k, char *start, gsize size)
     return 0;
   gsize n = 0;
   const guint8 *body = k->body ? g_bytes_get_data (k->body, &n) : NULL;
-  if (send_all (fd, (const guint8 *) k->head, strlen (k->head)) && n > 0)
-    send_all (fd, body, n);
+  if (bench_send_all (fd, (const guint8 *) k->head, strlen (k->head)) && n > 0)
+    bench_send_all (fd, body, n);
   read_answer (fd, start, size);
   close (fd);
   if (strncmp (start, "HTTP/1.", 7) != 0 || strlen (start) < 12)
@@ -524,20 +495,6 @@ print_results (double idle)
 
 /* ---- set-up: the data, the pipeline copy, the server ---- */
 
-static char *
-find_source_dir (const char *build)
-{
-  g_autofree char *info = g_build_filename (build, "meson-info", "meson-info.json", NULL);
-  g_autoptr (JsonParser) p = json_parser_new ();
-  if (json_parser_load_from_file (p, info, NULL)) {
-    JsonObject *o = json_node_get_object (json_parser_get_root (p));
-    JsonObject *d = json_object_get_object_member (o, "directories");
-    if (d && json_object_has_member (d, "source"))
-      return g_strdup (json_object_get_string_member (d, "source"));
-  }
-  return g_path_get_dirname (build);
-}
-
 /* Runs @argv with its stdout on our stderr; FALSE (said on stderr) on failure. */
 static gboolean
 run_logged (char **argv)
@@ -591,17 +548,6 @@ write_pipeline (const char *src, const char *data, const char *tmp)
   return to;
 }
 
-static gpointer
-drain_stderr (gpointer data)
-{
-  FILE *f = data;
-  char line[4096];
-  while (fgets (line, sizeof line, f))
-    fprintf (stderr, "refusal: server: %s", line);
-  fclose (f);
-  return NULL;
-}
-
 /* Sets server_addr from "http://HOST:PORT…" in @line; FALSE if there is none. */
 static gboolean
 parse_listen (char *line)
@@ -639,7 +585,7 @@ start_server (char *sedp, char *pipeline)
   while (fgets (line, sizeof line, serr)) {
     fprintf (stderr, "refusal: server: %s", line);
     if (listening && strstr (line, "sedp serve: ready")) {
-      g_thread_unref (g_thread_new ("refusal-stderr", drain_stderr, serr));
+      g_thread_unref (g_thread_new ("refusal-stderr", bench_drain_stderr, serr));
       return TRUE;
     }
     listening = listening || parse_listen (line);
@@ -719,6 +665,7 @@ clean_up (const char *pl, const char *tmp)
 int
 main (int argc, char **argv)
 {
+  g_set_prgname ("refusal");
   Options o = {.count = 200, .large_count = 20, .rounds = 3};
   if (!parse_options (&argc, &argv, &o))
     return 2;
@@ -726,7 +673,7 @@ main (int argc, char **argv)
   g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *bench_dir = g_path_get_dirname (exe);
   g_autofree char *build = g_path_get_dirname (bench_dir);
-  g_autofree char *src = find_source_dir (build);
+  g_autofree char *src = bench_find_source_dir (build);
   g_autofree char *sedp = g_build_filename (build, "core", "sedp", NULL);
   g_autofree char *data = g_build_filename (build, "e2e-data", NULL);
   g_setenv ("SEDP", sedp, TRUE);

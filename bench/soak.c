@@ -38,6 +38,7 @@
  * --workers N (client threads; default: the rate, 16 to 512), --timeout-ms T (cube_accessor's
  * timeout_ms in the copy; default: the file's, 50). */
 #define _GNU_SOURCE /* memmem */
+#include "bench-process.h"
 #include "redis-harness.h"
 
 #include <errno.h>
@@ -108,21 +109,6 @@ typedef struct {
 
 static struct sockaddr_in server_addr;
 
-static gboolean
-send_all (int fd, const guint8 *p, gsize n)
-{
-  while (n > 0) {
-    ssize_t w = send (fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return FALSE;
-    p += w;
-    n -= (gsize) w;
-  }
-  return TRUE;
-}
-
 /* Removes chunked transfer coding from @b (in place); FALSE when malformed. */
 static gboolean
 dechunk (GByteArray *b, gsize start)
@@ -168,8 +154,8 @@ http_exchange (const char *head, gsize head_len, const guint8 *body, gsize body_
   }
   /* A server may answer (413, 415) and close before it read all of a large body: the answer is
    * still read when sending fails. */
-  if (send_all (fd, (const guint8 *) head, head_len) && body_len > 0)
-    send_all (fd, body, body_len);
+  if (bench_send_all (fd, (const guint8 *) head, head_len) && body_len > 0)
+    bench_send_all (fd, body, body_len);
   if (sent)
     *sent = g_get_monotonic_time ();
   guint8 buf[65536];
@@ -201,25 +187,10 @@ http_exchange (const char *head, gsize head_len, const guint8 *body, gsize body_
 }
 
 static char *
-make_head (const char *method, const char *path, const char *ctype, gsize len, gboolean expect)
-{
-  GString *h = g_string_new (NULL);
-  g_string_append_printf (h, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", method, path,
-                          ntohs (server_addr.sin_port));
-  if (ctype)
-    g_string_append_printf (h, "Content-Type: %s\r\n", ctype);
-  if (strcmp (method, "POST") == 0)
-    g_string_append_printf (h, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
-  if (expect)
-    g_string_append (h, "Expect: 100-continue\r\n");
-  g_string_append (h, "Connection: close\r\n\r\n");
-  return g_string_free (h, FALSE);
-}
-
-static char *
 http_get (const char *path)
 {
-  g_autofree char *head = make_head ("GET", path, NULL, 0, FALSE);
+  g_autofree char *head =
+    bench_http_head ("GET", path, NULL, 0, FALSE, ntohs (server_addr.sin_port));
   g_autoptr (GByteArray) resp = g_byte_array_new ();
   if (http_exchange (head, strlen (head), NULL, 0, resp, 30, NULL) != 200)
     return NULL;
@@ -687,56 +658,13 @@ p99_between (const Load *L, double from, double to, guint *n_out)
 
 /* ---- set-up ---- */
 
-static char *
-find_source_dir (const char *build)
-{
-  g_autofree char *info = g_build_filename (build, "meson-info", "meson-info.json", NULL);
-  g_autoptr (JsonParser) p = json_parser_new ();
-  if (json_parser_load_from_file (p, info, NULL)) {
-    JsonObject *o = json_node_get_object (json_parser_get_root (p));
-    JsonObject *d = json_object_get_object_member (o, "directories");
-    if (d && json_object_has_member (d, "source"))
-      return g_strdup (json_object_get_string_member (d, "source"));
-  }
-  return g_path_get_dirname (build);
-}
-
-/* Runs @argv; returns its stdout (or NULL on failure, with the reason on stderr). */
-static char *
-run_capture (char **argv)
-{
-  g_autofree char *cmd = g_strjoinv (" ", argv);
-  fprintf (stderr, "soak: %s\n", cmd);
-  char *out = NULL;
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, &out, NULL, &status,
-                     &error)) {
-    fprintf (stderr, "soak: %s\n", error->message);
-    return NULL;
-  }
-  if (!g_spawn_check_wait_status (status, &error)) {
-    fprintf (stderr, "soak: %s: %s\n", argv[0], error->message);
-    g_free (out);
-    return NULL;
-  }
-  return out;
-}
-
-static double
-result_value (const char *out, const char *key)
-{
-  g_autofree char *pat = g_strdup_printf ("%s=", key);
-  const char *p = out ? strstr (out, pat) : NULL;
-  return p ? g_ascii_strtod (p + strlen (pat), NULL) : -1;
-}
-
 static const char *predict_path = "/v1/pipelines/ctr-redis:predict";
 
 static void
 prepare (Prepared *p, const char *ctype, const guint8 *body, gsize len, gsize claimed)
 {
-  p->head = make_head ("POST", predict_path, ctype, claimed ? claimed : len, claimed > 0);
+  p->head = bench_http_head ("POST", predict_path, ctype, claimed ? claimed : len, claimed > 0,
+                             ntohs (server_addr.sin_port));
   p->head_len = strlen (p->head);
   p->body = g_memdup2 (body, len);
   p->body_len = len;
@@ -807,17 +735,6 @@ reference_pass (Load *L, gboolean fill)
   return differ;
 }
 
-static gpointer
-drain_stderr (gpointer data)
-{
-  FILE *f = data;
-  char line[4096];
-  while (fgets (line, sizeof line, f))
-    fprintf (stderr, "soak: server: %s", line);
-  fclose (f);
-  return NULL;
-}
-
 static void
 idle (double seconds)
 {
@@ -842,9 +759,9 @@ measure_capacity (char **argv)
 {
   double runs[CAPACITY_RUNS];
   for (guint i = 0; i < CAPACITY_RUNS; i++) {
-    g_autofree char *out = run_capture (argv);
-    runs[i] = result_value (out, "requests_per_s");
-    if (out == NULL || runs[i] <= 0 || result_value (out, "errors") != 0) {
+    g_autofree char *out = bench_run_capture (argv);
+    runs[i] = bench_result_value (out, "requests_per_s");
+    if (out == NULL || runs[i] <= 0 || bench_result_value (out, "errors") != 0) {
       fprintf (stderr, "soak: the capacity run failed%s%s", out ? ":\n" : "\n", out ? out : "");
       return 0;
     }
@@ -1224,6 +1141,7 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
 int
 main (int argc, char **argv)
 {
+  g_set_prgname ("soak");
   Options o = {
     .duration = 600, .load = 0.7, .cap_seconds = 10, .outage = 5, .interval = 5, .drain = 2,
   };
@@ -1275,7 +1193,7 @@ main (int argc, char **argv)
   g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *bench_dir = g_path_get_dirname (exe);
   g_autofree char *build = g_path_get_dirname (bench_dir);
-  g_autofree char *src = find_source_dir (build);
+  g_autofree char *src = bench_find_source_dir (build);
   g_autofree char *sedp = g_build_filename (build, "core", "sedp", NULL);
   g_autofree char *data = g_build_filename (build, "e2e-data", NULL);
   g_autofree char *stamp = g_strdup_printf ("%s/.prepared-300", data);
@@ -1286,7 +1204,7 @@ main (int argc, char **argv)
     g_autofree char *prep = g_build_filename (src, "examples", "ctr", "prepare", NULL);
     g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
     char *pargv[] = {prep, "--requests", "64", "--items", "300", out_opt, NULL};
-    g_autofree char *out = run_capture (pargv);
+    g_autofree char *out = bench_run_capture (pargv);
     if (out == NULL)
       return 1;
     fputs (out, stderr);
@@ -1310,7 +1228,7 @@ main (int argc, char **argv)
   {
     char *cargv[] = {sedp, "cube", "push", cube, "--redis", redis_url, "--name", "ctr_example",
                      NULL};
-    g_autofree char *pushed = run_capture (cargv);
+    g_autofree char *pushed = bench_run_capture (cargv);
     if (pushed == NULL)
       goto out;
     redisReply *r = redis_server_command (redis, "SAVE");
@@ -1405,7 +1323,7 @@ main (int argc, char **argv)
       fclose (serr);
       goto out;
     }
-    g_thread_unref (g_thread_new ("soak-stderr", drain_stderr, serr));
+    g_thread_unref (g_thread_new ("soak-stderr", bench_drain_stderr, serr));
     char *colon = strrchr (url, ':');
     *colon = '\0';
     server_addr.sin_family = AF_INET;

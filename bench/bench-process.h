@@ -1,0 +1,107 @@
+/* sedp benchmarks that drive a `sedp` process (e2e, soak, refusal): finding the source tree,
+ * running commands for their RESULT lines, writing to sockets. Messages start with the
+ * program's name (g_set_prgname() in main: "e2e", "soak", "refusal"). */
+#pragma once
+
+#include <errno.h>
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* The source tree of the build folder @build (from its meson-info), or its parent. */
+static inline char *
+bench_find_source_dir (const char *build)
+{
+  g_autofree char *info = g_build_filename (build, "meson-info", "meson-info.json", NULL);
+  g_autoptr (JsonParser) p = json_parser_new ();
+  if (json_parser_load_from_file (p, info, NULL)) {
+    JsonObject *o = json_node_get_object (json_parser_get_root (p));
+    JsonObject *d = json_object_get_object_member (o, "directories");
+    if (d && json_object_has_member (d, "source"))
+      return g_strdup (json_object_get_string_member (d, "source"));
+  }
+  return g_path_get_dirname (build);
+}
+
+/* Runs @argv (said on stderr); returns its stdout, or NULL with the reason on stderr. */
+static inline char *
+bench_run_capture (char **argv)
+{
+  g_autofree char *cmd = g_strjoinv (" ", argv);
+  fprintf (stderr, "%s: %s\n", g_get_prgname (), cmd);
+  char *out = NULL;
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, &out, NULL, &status,
+                     &error)) {
+    fprintf (stderr, "%s: %s\n", g_get_prgname (), error->message);
+    return NULL;
+  }
+  if (!g_spawn_check_wait_status (status, &error)) {
+    fprintf (stderr, "%s: %s: %s\n", g_get_prgname (), argv[0], error->message);
+    g_free (out);
+    return NULL;
+  }
+  return out;
+}
+
+/* The number after "KEY=" in @out (RESULT lines), or -1. */
+static inline double
+bench_result_value (const char *out, const char *key)
+{
+  g_autofree char *pat = g_strdup_printf ("%s=", key);
+  const char *p = out ? strstr (out, pat) : NULL;
+  return p ? g_ascii_strtod (p + strlen (pat), NULL) : -1;
+}
+
+/* Writes all @n bytes to the socket @fd (no SIGPIPE); FALSE when the peer is gone. */
+static inline gboolean
+bench_send_all (int fd, const guint8 *p, gsize n)
+{
+  while (n > 0) {
+    ssize_t w = send (fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return FALSE;
+    p += w;
+    n -= (gsize) w;
+  }
+  return TRUE;
+}
+
+/* A thread's body: copies the lines of @data (a FILE of a server's stderr, closed at its end)
+ * to our stderr, each after "PRGNAME: server: ", so that the server never blocks on a full
+ * pipe. */
+static inline gpointer
+bench_drain_stderr (gpointer data)
+{
+  FILE *f = data;
+  char line[4096];
+  while (fgets (line, sizeof line, f))
+    fprintf (stderr, "%s: server: %s", g_get_prgname (), line);
+  fclose (f);
+  return NULL;
+}
+
+/* The request line and headers of an HTTP/1.1 request to 127.0.0.1:@port; a POST gets
+ * Content-Length @len (with @expect, "Expect: 100-continue" and no body is meant to follow
+ * until the server says so). Connection: close, as sedp serve closes every connection anyway.
+ * Free with g_free(). */
+static inline char *
+bench_http_head (const char *method, const char *path, const char *ctype, gsize len,
+                 gboolean expect, guint port)
+{
+  GString *h = g_string_new (NULL);
+  g_string_append_printf (h, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", method, path, port);
+  if (ctype)
+    g_string_append_printf (h, "Content-Type: %s\r\n", ctype);
+  if (strcmp (method, "POST") == 0)
+    g_string_append_printf (h, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
+  if (expect)
+    g_string_append (h, "Expect: 100-continue\r\n");
+  g_string_append (h, "Connection: close\r\n\r\n");
+  return g_string_free (h, FALSE);
+}
