@@ -86,14 +86,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   /* A single-server URL: the client connects to nothing until asked. */
   RedisClient *client = redis_client_new ("redis://127.0.0.1:6379", 0, 0, &error);
   g_assert (client != NULL);
-  RedisConn conn = {.fd = -1, .addr = "fuzz:6379", .reader = redisReaderCreate ()};
+  RedisConn conn = {.fd = -1, .addr = "fuzz:6379"};
+  conn.reader = redis_conn_reader_new (&conn);
   if (size > 0 && redisReaderFeed (conn.reader, (const char *) data, size) != REDIS_OK)
     g_error ("fuzz: redisReaderFeed failed");
   for (guint n = 0; n < MAX_REPLIES; n++) {
     redisReply *reply = NULL;
     int got = redis_conn_next_reply (&conn, &reply, &error);
     if (got <= 0) {
-      g_clear_error (&error);
+      if (error)
+        fuzz_refused ("reply", g_steal_pointer (&error));
       break;
     }
     take_reply (client, reply);

@@ -49,6 +49,40 @@ conn_try_addresses (RedisConn *conn, GError **error)
   return FALSE;
 }
 
+/* hiredis's own reply functions, with arrays bounded: a reply announcing "*309551616" made
+ * hiredis 0.14 allocate 2.4 GB of element pointers before a single element arrived (found by
+ * the redis fuzzer; hiredis 1.0 has maxelements, Debian 12 has 0.14). */
+static redisReplyObjectFunctions bounded_fn;
+static void *(*hiredis_create_array) (const redisReadTask *, int);
+
+static void *
+bounded_create_array (const redisReadTask *task, int elements)
+{
+  if (elements > REDIS_MAX_REPLY_ELEMENTS) {
+    ((RedisConn *) task->privdata)->array_refused = elements;
+    return NULL; /* the reader stops with an error */
+  }
+  return hiredis_create_array (task, elements);
+}
+
+redisReader *
+redis_conn_reader_new (RedisConn *conn)
+{
+  static gsize once;
+  if (g_once_init_enter (&once)) {
+    redisReader *plain = redisReaderCreate ();
+    bounded_fn = *plain->fn;
+    hiredis_create_array = bounded_fn.createArray;
+    bounded_fn.createArray = bounded_create_array;
+    redisReaderFree (plain);
+    g_once_init_leave (&once, 1);
+  }
+  redisReader *r = redisReaderCreateWithFunctions (&bounded_fn);
+  if (r)
+    r->privdata = conn;
+  return r;
+}
+
 RedisConn *
 redis_conn_new (const char *host, guint16 port, GError **error)
 {
@@ -57,7 +91,7 @@ redis_conn_new (const char *host, guint16 port, GError **error)
   conn->addr = strchr (host, ':') ? g_strdup_printf ("[%s]:%u", host, port)
                                   : g_strdup_printf ("%s:%u", host, port);
   conn->obuf = g_string_sized_new (4096);
-  conn->reader = redisReaderCreate ();
+  conn->reader = redis_conn_reader_new (conn);
   if (conn->reader == NULL) {
     set_unavailable (error, conn, "out of memory", 0);
     redis_conn_free (conn);
@@ -176,8 +210,13 @@ redis_conn_next_reply (RedisConn *conn, redisReply **reply, GError **error)
 {
   void *r = NULL;
   if (redisReaderGetReply (conn->reader, &r) != REDIS_OK) {
-    g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE, "%s: protocol error: %s",
-                 conn->addr, conn->reader->errstr);
+    if (conn->array_refused)
+      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE, "%s: protocol error: a "
+                   "reply array of %d elements, more than the limit of %d", conn->addr,
+                   conn->array_refused, REDIS_MAX_REPLY_ELEMENTS);
+    else
+      g_set_error (error, SEDP_CUBE_ERROR, SEDP_CUBE_ERROR_UNAVAILABLE, "%s: protocol error: %s",
+                   conn->addr, conn->reader->errstr);
     return -1;
   }
   if (r == NULL)

@@ -55,7 +55,16 @@ typedef struct {
   GString *obuf;       /* formatted commands not yet sent, from @sent on */
   gsize sent;
   guint epoch;         /* the node's epoch when connected (see RedisNode) */
+  int array_refused;   /* the element count of a reply array refused as too large, or 0 */
 } RedisConn;
+
+/* The most elements one reply array may have (an MGET answers MGET_CHUNK, CLUSTER SLOTS at most
+ * 16384 ranges): hiredis would allocate a pointer per announced element before any arrives. */
+#define REDIS_MAX_REPLY_ELEMENTS (1 << 20)
+
+/* hiredis's reply reader for @conn, its arrays bounded by REDIS_MAX_REPLY_ELEMENTS (a larger
+ * one stops it with an error naming the count, from redis_conn_next_reply()). */
+redisReader *redis_conn_reader_new (RedisConn *conn);
 
 /* Resolves @host and starts a non-blocking connect. Errors: UNAVAILABLE. */
 RedisConn *redis_conn_new (const char *host, guint16 port, GError **error);

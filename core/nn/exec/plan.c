@@ -334,8 +334,9 @@ try_embedding_bag (Plan *p, const SedpNnNode *node, Step *step)
   if (table->dtype != SEDP_NN_FLOAT || table->rank != 2 || ids->dtype != SEDP_NN_INT64 || ids->rank != 2)
     return FALSE;
   /* The reduction must be over axis 1 only: [B, L, D] → [B, D] or [B, 1, D]. */
-  if (out->numel != v->dims[0] * v->dims[2] || out->dims[out->rank - 1] != v->dims[2] ||
-      out->dims[0] != v->dims[0] || (out->rank == 3 && out->dims[1] != 1) || out->rank < 2)
+  if (out->rank < 2 || out->numel != v->dims[0] * v->dims[2] ||
+      out->dims[out->rank - 1] != v->dims[2] || out->dims[0] != v->dims[0] ||
+      (out->rank == 3 && out->dims[1] != 1))
     return FALSE;
   EmbeddingBagParams *ep = g_new0 (EmbeddingBagParams, 1);
   ep->rows = table->dims[0];
