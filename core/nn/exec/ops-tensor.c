@@ -613,7 +613,10 @@ kernel_reduce (const Plan *plan, const Step *s, gpointer const *ptrs, GError **e
     for (gint64 o = 0; o < p->outer; o++) {
       float *py = y + o * p->inner;
       const float *px = x + o * p->red * p->inner;
-      memcpy (py, px, (gsize) p->inner * sizeof (float));
+      if (p->red == 0) /* an empty axis: the sum of nothing is 0 (and the mean 0/0, NaN) */
+        memset (py, 0, (gsize) p->inner * sizeof (float));
+      else
+        memcpy (py, px, (gsize) p->inner * sizeof (float));
       for (gint64 r = 1; r < p->red; r++)
         for (gint64 i = 0; i < p->inner; i++)
           py[i] += px[r * p->inner + i];
