@@ -168,3 +168,22 @@ fuzz_tmpdir (void)
   }
   return tmpdir;
 }
+
+void
+fuzz_decode_request (const uint8_t *data, size_t size, const char *content_type,
+                     SedpProtocolFormat format)
+{
+  SedpFrame *request_frame = sedp_frame_new (1);
+  SedpProtocolRequest request;
+  GError *error = NULL;
+  if (sedp_protocol_decode_request (data, size, content_type, format, 0, request_frame, &request,
+                                    &error)) {
+    fuzz_touch_frame (request.items);
+    fuzz_touch_frame (request_frame);
+    sedp_protocol_request_clear (&request);
+  } else {
+    g_assert (error != NULL && error->domain == SEDP_PROTOCOL_ERROR);
+    fuzz_refused ("decode", error);
+  }
+  sedp_frame_unref (request_frame);
+}

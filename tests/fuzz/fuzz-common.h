@@ -36,6 +36,17 @@ void fuzz_init (void);
 void fuzz_refused (const char *what, GError *error);
 
 /**
+ * fuzz_decode_request:
+ *
+ * The body of the `protobuf` and `json` targets: @data decoded as a PredictRequest payload in
+ * @format (Content-Type @content_type) into a one-row request frame and the items frame, as
+ * data_reader calls sedp_protocol_decode_request(); every decoded value is then read back. A
+ * refusal must be an error of SEDP_PROTOCOL_ERROR.
+ */
+void fuzz_decode_request (const uint8_t *data, size_t size, const char *content_type,
+                          SedpProtocolFormat format);
+
+/**
  * fuzz_touch_frame:
  * @frame: (nullable): a frame a parser made
  *
