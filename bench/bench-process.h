@@ -105,3 +105,19 @@ bench_http_head (const char *method, const char *path, const char *ctype, gsize 
   g_string_append (h, "Connection: close\r\n\r\n");
   return g_string_free (h, FALSE);
 }
+
+/* The folders and files of the build this benchmark runs from (bench/ of a build folder): the
+ * build folder, its source tree, its `sedp` (also set as $SEDP for the example's scripts) and
+ * the CTR example's data folder shared by e2e, soak and refusal. Each out-parameter is freed by
+ * the caller. */
+static inline void
+bench_paths (char **build, char **src, char **sedp, char **data)
+{
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *bench_dir = g_path_get_dirname (exe);
+  *build = g_path_get_dirname (bench_dir);
+  *src = bench_find_source_dir (*build);
+  *sedp = g_build_filename (*build, "core", "sedp", NULL);
+  *data = g_build_filename (*build, "e2e-data", NULL);
+  g_setenv ("SEDP", *sedp, TRUE);
+}

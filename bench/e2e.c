@@ -194,15 +194,10 @@ main (int argc, char **argv)
     return 2;
   }
 
-  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *bench_dir = g_path_get_dirname (exe);
-  g_autofree char *build = g_path_get_dirname (bench_dir);
-  g_autofree char *src = bench_find_source_dir (build);
-  g_autofree char *sedp = g_build_filename (build, "core", "sedp", NULL);
-  g_autofree char *data = g_build_filename (build, "e2e-data", NULL);
+  g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
+  bench_paths (&build, &src, &sedp, &data);
   g_autofree char *items_s = g_strdup_printf ("%d", items);
   g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%d", data, items);
-  g_setenv ("SEDP", sedp, TRUE);
 
   /* 1. the data */
   if (!g_file_test (stamp, G_FILE_TEST_EXISTS)) {

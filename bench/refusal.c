@@ -670,13 +670,8 @@ main (int argc, char **argv)
   if (!parse_options (&argc, &argv, &o))
     return 2;
   signal (SIGPIPE, SIG_IGN);
-  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *bench_dir = g_path_get_dirname (exe);
-  g_autofree char *build = g_path_get_dirname (bench_dir);
-  g_autofree char *src = bench_find_source_dir (build);
-  g_autofree char *sedp = g_build_filename (build, "core", "sedp", NULL);
-  g_autofree char *data = g_build_filename (build, "e2e-data", NULL);
-  g_setenv ("SEDP", sedp, TRUE);
+  g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
+  bench_paths (&build, &src, &sedp, &data);
   if (!prepare_data (src, data))
     return 1;
   g_autofree char *tmp = g_dir_make_tmp ("sedp-refusal-XXXXXX", NULL);
