@@ -34,7 +34,13 @@ SEDP_API SedpServer *sedp_server_new (gsize max_body);
 SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path,
                                             SedpRegistry *registry, GError **error);
 
-/* Listens on @address ("ADDR:PORT", "[V6ADDR]:PORT"; port 0 picks a free one). */
+/* The listening socket's backlog: connections the kernel completes before the server accepts
+ * them (nginx's default; libsoup's own listener used GLib's 10, too few for a burst of
+ * clients that connect per request). */
+#define SEDP_SERVER_BACKLOG 511
+
+/* Listens on @address ("ADDR:PORT", "[V6ADDR]:PORT"; port 0 picks a free one) and accepts its
+ * connections in the main context of the thread that created @server. Call once. */
 SEDP_API gboolean sedp_server_listen (SedpServer *server, const char *address, GError **error);
 
 /* Sends every pipeline's warm-up requests through it (one at a time per pipeline, the pipelines
