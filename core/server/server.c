@@ -8,6 +8,7 @@
 #include "../dsl/spec.h"
 #include "../io/peek.h"
 #include "../io/protocol.h"
+#include "screen.h"
 
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
@@ -838,30 +839,44 @@ sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *re
   return TRUE;
 }
 
+/* Hands a screened connection to libsoup. A socket pair's ends (the tests, tests/fuzz) have no
+ * IP addresses, which libsoup wants: they are given loopback ones. */
+static void
+pass_to_soup (GSocketConnection *conn, gpointer data)
+{
+  SedpServer *server = data;
+  g_autoptr (GSocketAddress) local = g_socket_connection_get_local_address (conn, NULL);
+  g_autoptr (GSocketAddress) remote = g_socket_connection_get_remote_address (conn, NULL);
+  if (!G_IS_INET_SOCKET_ADDRESS (local) || !G_IS_INET_SOCKET_ADDRESS (remote)) {
+    g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+    g_clear_object (&local);
+    g_clear_object (&remote);
+    local = g_inet_socket_address_new (loopback, (guint16) server->port);
+    remote = g_inet_socket_address_new (loopback, 0);
+  }
+  g_autoptr (GError) error = NULL;
+  if (!soup_server_accept_iostream (server->soup, G_IO_STREAM (conn), local, remote, &error)) {
+    g_debug ("connection dropped before it was served: %s", error->message);
+    g_io_stream_close (G_IO_STREAM (conn), NULL, NULL);
+  }
+}
+
 /* libsoup 3.2 (Debian 12) leaks the GSocket of every connection its own listener accepts: its
  * listen_watch() hands the accepted socket to the new connection, which takes a reference of
  * its own, and never drops the first one. The descriptor is closed with the connection, the
  * object (about 500 bytes) stays: with a connection per request (close_after_response) that
  * was 2 GB a day at 50 requests/s (docs/serving.md#connections). So sedp accepts connections
- * itself, with a GSocketService in the main context, and hands each one to libsoup as a stream
- * (soup_server_accept_iostream), whose server connection holds no GSocket of its own. */
+ * itself, with a GSocketService in the main context, screens their first request line
+ * (screen.c) and hands them to libsoup as streams (soup_server_accept_iostream), whose server
+ * connections hold no GSocket of their own. */
 static gboolean
 on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
 {
   SedpServer *server = data;
   /* Small writes are sent at once, as libsoup's own listener does. */
   g_socket_set_option (g_socket_connection_get_socket (conn), IPPROTO_TCP, TCP_NODELAY, TRUE, NULL);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSocketAddress) local = g_socket_connection_get_local_address (conn, &error);
-  g_autoptr (GSocketAddress) remote =
-    local ? g_socket_connection_get_remote_address (conn, &error) : NULL;
-  if (remote == NULL ||
-      !soup_server_accept_iostream (server->soup, G_IO_STREAM (conn), local, remote, &error)) {
-    /* The client is gone already (ENOTCONN): nothing to answer. */
-    g_debug ("connection dropped before it was served: %s", error->message);
-    g_io_stream_close (G_IO_STREAM (conn), NULL, NULL);
-  }
-  return TRUE; /* handled: the service drops its reference, libsoup keeps its own */
+  sedp_screen_connection (conn, server->context, pass_to_soup, server);
+  return TRUE; /* handled: the service drops its reference, the screen keeps its own */
 }
 
 /* Binds @sa and starts accepting in the main context. */
@@ -918,6 +933,10 @@ sedp_server_listen (SedpServer *server, const char *address, GError **error)
 gboolean
 sedp_server_accept_iostream (SedpServer *server, GIOStream *stream, GError **error)
 {
+  if (G_IS_SOCKET_CONNECTION (stream)) {
+    sedp_screen_connection (G_SOCKET_CONNECTION (stream), server->context, pass_to_soup, server);
+    return TRUE;
+  }
   /* libsoup wants the two ends' addresses: those of a loopback connection. */
   g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
   g_autoptr (GSocketAddress) local = g_inet_socket_address_new (loopback, (guint16) server->port);

@@ -61,7 +61,8 @@ SEDP_API char *sedp_server_describe_warmup (SedpServer *server);
  *
  * Serves @stream as a connection accepted on a listening socket, from a loopback address: HTTP
  * requests are read from it and answered in the server's main context, and it is closed after
- * the response, as any.
+ * the response, as any. A GSocketConnection's first request line is screened as those of
+ * sedp_server_listen()'s connections are (an unknown method: 501, core/server/screen.h).
  *
  * Returns: %FALSE with @error set when libsoup refuses the stream.
  */
