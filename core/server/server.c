@@ -839,8 +839,17 @@ sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *re
   return TRUE;
 }
 
-/* Hands a screened connection to libsoup. A socket pair's ends (the tests, tests/fuzz) have no
- * IP addresses, which libsoup wants: they are given loopback ones. */
+/* The two ends' addresses of a connection that has no IP ones (a socket pair: the tests,
+ * tests/fuzz), which libsoup wants: those of a loopback connection to the server's port. */
+static void
+loopback_ends (SedpServer *server, GSocketAddress **local, GSocketAddress **remote)
+{
+  g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  *local = g_inet_socket_address_new (loopback, (guint16) server->port);
+  *remote = g_inet_socket_address_new (loopback, 0);
+}
+
+/* Hands a screened connection to libsoup. */
 static void
 pass_to_soup (GSocketConnection *conn, gpointer data)
 {
@@ -848,11 +857,9 @@ pass_to_soup (GSocketConnection *conn, gpointer data)
   g_autoptr (GSocketAddress) local = g_socket_connection_get_local_address (conn, NULL);
   g_autoptr (GSocketAddress) remote = g_socket_connection_get_remote_address (conn, NULL);
   if (!G_IS_INET_SOCKET_ADDRESS (local) || !G_IS_INET_SOCKET_ADDRESS (remote)) {
-    g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
     g_clear_object (&local);
     g_clear_object (&remote);
-    local = g_inet_socket_address_new (loopback, (guint16) server->port);
-    remote = g_inet_socket_address_new (loopback, 0);
+    loopback_ends (server, &local, &remote);
   }
   g_autoptr (GError) error = NULL;
   if (!soup_server_accept_iostream (server->soup, G_IO_STREAM (conn), local, remote, &error)) {
@@ -937,10 +944,9 @@ sedp_server_accept_iostream (SedpServer *server, GIOStream *stream, GError **err
     sedp_screen_connection (G_SOCKET_CONNECTION (stream), server->context, pass_to_soup, server);
     return TRUE;
   }
-  /* libsoup wants the two ends' addresses: those of a loopback connection. */
-  g_autoptr (GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr (GSocketAddress) local = g_inet_socket_address_new (loopback, (guint16) server->port);
-  g_autoptr (GSocketAddress) remote = g_inet_socket_address_new (loopback, 0);
+  g_autoptr (GSocketAddress) local = NULL;
+  g_autoptr (GSocketAddress) remote = NULL;
+  loopback_ends (server, &local, &remote);
   return soup_server_accept_iostream (server->soup, stream, local, remote, error);
 }
 
