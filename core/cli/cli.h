@@ -38,6 +38,13 @@ void sedp_cli_catch_signals (gboolean on);
  * when LIST is not a CPU list or names a CPU this machine lacks. */
 gboolean sedp_cli_apply_cpus (const char *subcommand, const char *list);
 
+/* sedp serve's heap (serve-heap.c). sedp_serve_heap_tune() fixes glibc's mmap and trim
+ * thresholds (256 KiB, 1 MiB) unless GLIBC_TUNABLES is set; call it before any thread starts.
+ * sedp_serve_heap_watch() gives every whole free page of the heap back to the system each
+ * @interval_s seconds, from the default main context (0: never); returns the source id, or 0. */
+void sedp_serve_heap_tune (void);
+guint sedp_serve_heap_watch (guint interval_s);
+
 /* A subcommand of a command group (sedp model …, sedp cube …). */
 typedef struct {
   const char *name;

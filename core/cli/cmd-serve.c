@@ -4,9 +4,6 @@
 #include "../server/server.h"
 
 #include <glib-unix.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,24 +48,6 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* glibc's malloc keeps a heap at its high-water mark: it raises its mmap threshold (up to
- * 32 MiB) and its trim threshold (twice that) each time it frees a large mapped block, after
- * which the memory of a burst (a Redis outage queued 14 requests of about 1 MB each where 2 were
- * in flight) stays resident for the life of the process. Fixed thresholds keep blocks of
- * 256 KiB and more mapped (given back when freed) and return a heap's free top beyond 1 MiB:
- * the soak's RssAnon then comes back after the outage (docs/load-testing.md). A GLIBC_TUNABLES
- * in the environment is the user's choice and is left alone. */
-static void
-serve_tune_allocator (void)
-{
-#ifdef __GLIBC__
-  if (g_getenv ("GLIBC_TUNABLES") != NULL)
-    return;
-  mallopt (M_MMAP_THRESHOLD, 256 * 1024);
-  mallopt (M_TRIM_THRESHOLD, 1024 * 1024);
-#endif
-}
-
 int
 sedp_cmd_serve (int argc, char **argv)
 {
@@ -76,6 +55,7 @@ sedp_cmd_serve (int argc, char **argv)
   gint64 max_body = SEDP_SERVER_DEFAULT_MAX_BODY;
   g_autofree char *cpus = NULL;
   gint drain_timeout = 30;
+  gint heap_release = 10;
   const GOptionEntry entries[] = {
     {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
      "Address and port to listen on (default 127.0.0.1:8080; port 0 picks a free one)", "ADDR:PORT"},
@@ -85,6 +65,8 @@ sedp_cmd_serve (int argc, char **argv)
      "Largest request body, in bytes (default 16 MiB); larger ones get 413", "BYTES"},
     {"drain-timeout", 0, 0, G_OPTION_ARG_INT, &drain_timeout,
      "On SIGTERM/SIGINT, once the pipelines drained, the most seconds to wait for the last responses to be sent (default 30)", "SECONDS"},
+    {"heap-release-interval", 0, 0, G_OPTION_ARG_INT, &heap_release,
+     "Every SECONDS, give the heap's free pages back to the system, so that a burst's memory does not stay resident (default 10; 0: never)", "SECONDS"},
     G_OPTION_ENTRY_NULL,
   };
   if (!sedp_cli_parse ("serve", "PIPELINE… [--listen ADDR:PORT]",
@@ -107,9 +89,13 @@ sedp_cmd_serve (int argc, char **argv)
     sedp_cli_error ("serve", "--drain-timeout must be from 0 to 86400");
     return 2;
   }
+  if (heap_release < 0 || heap_release > 86400) {
+    sedp_cli_error ("serve", "--heap-release-interval must be from 0 to 86400");
+    return 2;
+  }
   if (!sedp_cli_apply_cpus ("serve", cpus)) /* before any thread starts: they inherit it */
     return 2;
-  serve_tune_allocator ();
+  sedp_serve_heap_tune ();
   g_auto (GStrv) path = sedp_registry_default_path ();
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
   g_autoptr (GError) error = NULL;
@@ -131,7 +117,10 @@ sedp_cmd_serve (int argc, char **argv)
   guint s2 = g_unix_signal_add (SIGINT, on_signal, &st);
   /* Listening already: /healthz says 503 (warming up) until every warm-up request went through. */
   sedp_server_warm_up (server, on_warmup_done, &st);
+  guint heap_watch = sedp_serve_heap_watch ((guint) heap_release);
   g_main_loop_run (st.loop);
+  if (heap_watch)
+    g_source_remove (heap_watch);
   if (st.warmup_failed && !st.stopping) {
     st.stopping = TRUE;
     sedp_server_shutdown (server, st.drain_timeout_ms);

@@ -1130,6 +1130,79 @@ test_unknown_methods_not_kept (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+typedef struct {
+  guint port;
+  const char *json;
+  int status;
+} BurstCall;
+
+static gpointer
+burst_thread (gpointer data)
+{
+  BurstCall *c = data;
+  Resp r;
+  predict_json (c->port, "held", c->json, &r);
+  c->status = r.status;
+  resp_clear (&r);
+  return NULL;
+}
+
+/* @n requests of @items items each, all in flight at once (a stage holds each for 200 ms), as
+ * when a backend's outage queues them; returns how many were answered 200. */
+static guint
+burst (guint port, guint n, guint items)
+{
+  g_autoptr (GString) json = g_string_new ("{\"items\": [");
+  for (guint i = 0; i < items; i++)
+    g_string_append_printf (json, "%s{\"id\": %u, \"features\": {\"x\": [%u.5, %u.25]}}", i ? ", " : "", i, i, i);
+  g_string_append (json, "]}");
+  g_autofree BurstCall *calls = g_new0 (BurstCall, n);
+  g_autofree GThread **threads = g_new0 (GThread *, n);
+  for (guint i = 0; i < n; i++) {
+    calls[i] = (BurstCall) {port, json->str, 0};
+    threads[i] = g_thread_new ("client", burst_thread, &calls[i]);
+  }
+  guint ok = 0;
+  for (guint i = 0; i < n; i++) {
+    g_thread_join (threads[i]);
+    ok += calls[i].status == 200;
+  }
+  return ok;
+}
+
+/* After a burst, the heap's free pages go back to the system (--heap-release-interval, here
+ * each second): glibc keeps the free chunks between live blocks resident for good otherwise
+ * (the soak: +5 MB at a Redis outage that held 22 requests at once). */
+static void
+test_burst_memory_given_back (void)
+{
+  const char *held = "[pipeline]\nname = held\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\nparallelism = 2\n"
+                     "[stage wait]\nplugin = synthetic_work\nafter = reader\nscope = request\n"
+                     "sleep_us = 200000\nparallelism = 8\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = wait\noutput = score\n";
+  const char *pipelines[] = {held, NULL};
+  Server s;
+  CU_ASSERT_TRUE_FATAL (server_start (&s, pipelines, "--heap-release-interval=1"));
+  CU_ASSERT_EQUAL (burst (s.port, 4, 2000), 4); /* the working size */
+  g_usleep (2500000);
+  G_GNUC_UNUSED long before = server_status_kb (&s, "RssAnon:");
+  const guint n = 32;
+  CU_ASSERT_EQUAL (burst (s.port, n, 2000), n);
+  G_GNUC_UNUSED long peak = server_status_kb (&s, "RssAnon:");
+  g_usleep (2500000);
+  G_GNUC_UNUSED long after = server_status_kb (&s, "RssAnon:");
+#ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps freed chunks resident */
+  /* Without the release, 7.8 to 8.6 MB of the burst stayed; with it, 0.6 to 0.9 MB. */
+  if (before < 0 || after - before > 2048)
+    fprintf (stderr, "\n  RssAnon: %ld kB before, %ld kB at the end of a burst of %u, %ld kB after\n",
+             before, peak, n, after);
+  CU_ASSERT (before >= 0 && after - before <= 2048);
+#endif
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -1137,8 +1210,10 @@ test_command_line (void)
   const char *argv1[] = {SEDP_BINARY, "serve", "--listen", "127.0.0.1:0", NULL};
   const char *argv2[] = {SEDP_BINARY, "serve", "/nonexistent.conf", "--listen", "127.0.0.1:0", NULL};
   const char *argv3[] = {SEDP_BINARY, "serve", "x.conf", "--listen", "nowhere", NULL};
-  const char *const *cases[] = {argv1, argv2, argv3};
-  const char *needles[] = {"expected at least one PIPELINE", "nonexistent.conf", NULL};
+  const char *argv4[] = {SEDP_BINARY, "serve", "x.conf", "--heap-release-interval=-1", NULL};
+  const char *const *cases[] = {argv1, argv2, argv3, argv4};
+  const char *needles[] = {"expected at least one PIPELINE", "nonexistent.conf", NULL,
+                           "--heap-release-interval must be from 0 to 86400"};
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autofree char *err = NULL;
     int status = 0;
@@ -1213,6 +1288,7 @@ main (void)
     T (test_client_closed_connections),
     T (test_connections_not_kept),
     T (test_unknown_methods_not_kept),
+    T (test_burst_memory_given_back),
     T (test_oversize_body_not_kept),
     T (test_oversize_chunked_body),
     T (test_warmup_healthz),
