@@ -21,10 +21,19 @@ struct _SedpHistogram {
   guint64 sum_bits;  /* a double, updated by compare-and-swap */
 };
 
+typedef struct {
+  char *stage;
+  char *name;
+  char *help;
+  SedpGaugeRead read;
+  gconstpointer data;
+} Gauge;
+
 struct _SedpMetrics {
   GMutex lock;
   GPtrArray *counters;
   GPtrArray *histograms;
+  GPtrArray *gauges;
 };
 
 struct _SedpStats {
@@ -39,6 +48,15 @@ counter_free (SedpCounter *c)
   g_free (c->name);
   g_free (c->help);
   g_free (c);
+}
+
+static void
+gauge_free (Gauge *g)
+{
+  g_free (g->stage);
+  g_free (g->name);
+  g_free (g->help);
+  g_free (g);
 }
 
 static void
@@ -59,6 +77,7 @@ sedp_metrics_new (void)
   g_mutex_init (&m->lock);
   m->counters = g_ptr_array_new_with_free_func ((GDestroyNotify) counter_free);
   m->histograms = g_ptr_array_new_with_free_func ((GDestroyNotify) histogram_free);
+  m->gauges = g_ptr_array_new_with_free_func ((GDestroyNotify) gauge_free);
   return m;
 }
 
@@ -69,6 +88,7 @@ sedp_metrics_free (SedpMetrics *m)
     return;
   g_ptr_array_unref (m->counters);
   g_ptr_array_unref (m->histograms);
+  g_ptr_array_unref (m->gauges);
   g_mutex_clear (&m->lock);
   g_free (m);
 }
@@ -205,6 +225,54 @@ compare_counter (gconstpointer a, gconstpointer b)
   return c ? c : strcmp (x->stage, y->stage);
 }
 
+void
+sedp_metrics_gauge (SedpMetrics *m, const char *stage, const char *name, const char *help,
+                    SedpGaugeRead read, gconstpointer data)
+{
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < m->gauges->len; i++) {
+    Gauge *g = m->gauges->pdata[i];
+    if (strcmp (g->stage, stage) == 0 && strcmp (g->name, name) == 0) {
+      g_mutex_unlock (&m->lock);
+      return;
+    }
+  }
+  Gauge *g = g_new0 (Gauge, 1);
+  *g = (Gauge) {g_strdup (stage), g_strdup (name), g_strdup (help ? help : ""), read, data};
+  g_ptr_array_add (m->gauges, g);
+  g_mutex_unlock (&m->lock);
+}
+
+static gint
+compare_gauge (gconstpointer a, gconstpointer b)
+{
+  const Gauge *x = *(Gauge *const *) a, *y = *(Gauge *const *) b;
+  int c = strcmp (x->name, y->name);
+  return c ? c : strcmp (x->stage, y->stage);
+}
+
+/* Every gauge, one family per name, one sample per stage. */
+static void
+write_gauges (SedpMetrics *m, GString *out)
+{
+  g_mutex_lock (&m->lock);
+  g_autoptr (GPtrArray) gauges = g_ptr_array_new ();
+  for (guint i = 0; i < m->gauges->len; i++)
+    g_ptr_array_add (gauges, m->gauges->pdata[i]);
+  g_mutex_unlock (&m->lock);
+  g_ptr_array_sort (gauges, compare_gauge);
+  const char *family = NULL;
+  for (guint i = 0; i < gauges->len; i++) {
+    Gauge *g = gauges->pdata[i];
+    if (family == NULL || strcmp (family, g->name) != 0) {
+      family = g->name;
+      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s gauge\n", g->name, g->help,
+                              g->name);
+    }
+    g_string_append_printf (out, "sedp_%s{stage=\"%s\"} %g\n", g->name, g->stage, g->read (g->data));
+  }
+}
+
 static gint
 compare_histogram (gconstpointer a, gconstpointer b)
 {
@@ -260,6 +328,7 @@ sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
                             h->name, h->stage, histogram_sum (h), h->name, h->stage,
                             sedp_histogram_get_count (h));
   }
+  write_gauges (m, out);
 }
 
 SedpStats *

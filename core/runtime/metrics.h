@@ -21,6 +21,14 @@ SEDP_API SedpCounter *sedp_metrics_counter (SedpMetrics *metrics, const char *st
 SEDP_API SedpHistogram *sedp_metrics_histogram (SedpMetrics *metrics, const char *stage, const char *name,
                                        const char *help, const double *bounds, guint n_bounds);
 
+/* What a gauge reads at each export: thread-safe and cheap (no lock held long). */
+typedef double (*SedpGaugeRead) (gconstpointer data);
+
+/* Registers the gauge @stage:@name, whose value is @read (@data) at each export; @data must
+ * live as long as @metrics. A second registration of the same @stage:@name is ignored. */
+SEDP_API void sedp_metrics_gauge (SedpMetrics *metrics, const char *stage, const char *name,
+                                  const char *help, SedpGaugeRead read, gconstpointer data);
+
 /* The value at quantile @q (0..1) estimated from the buckets (upper bound of the bucket). */
 SEDP_API double sedp_histogram_quantile (const SedpHistogram *histogram, double q);
 

@@ -364,6 +364,38 @@ destroy_instances (SedpPipeline *p)
   }
 }
 
+/* Events waiting in @data's (a Stage's) channel: 0 before the pipeline starts, and in sync mode,
+ * where stages have no channel of their own. */
+static double
+read_queue_depth (gconstpointer data)
+{
+  SedpChannel *ch = __atomic_load_n (&((const Stage *) data)->channel, __ATOMIC_ACQUIRE);
+  return ch ? (double) sedp_channel_length (ch) : 0.0;
+}
+
+static double
+read_queue_capacity (gconstpointer data)
+{
+  const Stage *s = data;
+  return s->pipeline->mode == SEDP_MODE_STAGED ? (double) s->node->spec->queue_capacity : 0.0;
+}
+
+static double
+read_inflight (gconstpointer data)
+{
+  return (double) sedp_pipeline_get_inflight ((SedpPipeline *) data);
+}
+
+static void
+register_queue_gauges (SedpPipeline *p, Stage *s)
+{
+  sedp_metrics_gauge (p->metrics, s->ctx.name, "queue_depth",
+                      "Events waiting in the stage's channel", read_queue_depth, s);
+  sedp_metrics_gauge (p->metrics, s->ctx.name, "queue_capacity",
+                      "Capacity of the stage's channel (0 in sync mode: no channel)",
+                      read_queue_capacity, s);
+}
+
 SedpPipeline *
 sedp_pipeline_new (SedpGraph *graph, GError **error)
 {
@@ -407,6 +439,8 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                           "Requests refused because the entry channel was full");
   p->m_timeouts = sedp_metrics_counter (p->metrics, "pipeline", "timeouts_total",
                                         "Requests answered at their deadline");
+  sedp_metrics_gauge (p->metrics, "pipeline", "requests_in_flight",
+                      "Requests submitted and not yet completed", read_inflight, p);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
                                                  "Request latency (microseconds)", latency_bounds_us,
                                                  G_N_ELEMENTS (latency_bounds_us));
@@ -454,6 +488,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
     s->m_latency = sedp_metrics_histogram (p->metrics, s->ctx.name, "stage_process_us",
                                            "Duration of one process call (microseconds)",
                                            latency_bounds_us, G_N_ELEMENTS (latency_bounds_us));
+    register_queue_gauges (p, s);
   }
 
   for (guint t = 0; t < p->n_stages; t++) {
@@ -483,7 +518,8 @@ sedp_pipeline_start (SedpPipeline *p, GError **error)
   if (p->mode == SEDP_MODE_STAGED) {
     for (guint i = 0; i < p->n_stages; i++) {
       Stage *s = &p->stages[i];
-      s->channel = sedp_channel_new (s->node->spec->queue_capacity, spin);
+      __atomic_store_n (&s->channel, sedp_channel_new (s->node->spec->queue_capacity, spin),
+                        __ATOMIC_RELEASE);
     }
     for (guint i = 0; i < p->n_stages; i++) {
       Stage *s = &p->stages[i];

@@ -341,6 +341,11 @@ test_predict_and_endpoints (void)
   CU_ASSERT_PTR_NOT_NULL (help);
   if (help)
     CU_ASSERT_PTR_NULL (strstr (help + 1, "# TYPE sedp_data_reader_requests_total counter"));
+  /* Gauges: each stage's queue (idle: empty; the default capacity 1024), requests in flight. */
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "# TYPE sedp_queue_depth gauge"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "sedp_queue_depth{pipeline=\"serve\",stage=\"score\"} 0\n"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "sedp_queue_capacity{pipeline=\"serve\",stage=\"reader\"} 1024\n"));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "sedp_requests_in_flight{pipeline=\"other\",stage=\"pipeline\"} 0\n"));
   resp_clear (&r);
 
   /* Feedback: the count of invalidated entries (no query cache here: 0). */
@@ -555,6 +560,17 @@ test_overload (void)
     calls[i] = (Call) {s.port, "slow", {0}};
     threads[i] = g_thread_new ("client", call_thread, &calls[i]);
   }
+  /* While the first request is held, the next one waits in the slow stage's channel of one:
+   * /metrics shows it. */
+  gboolean queued = FALSE;
+  for (guint t = 0; t < 25 && !queued; t++) {
+    Resp m;
+    get (s.port, "/metrics", &m);
+    queued = m.body && strstr (m.body, "sedp_queue_depth{pipeline=\"slow\",stage=\"wait\"} 1\n");
+    resp_clear (&m);
+    g_usleep (10000);
+  }
+  CU_ASSERT_TRUE (queued);
   guint ok = 0, refused = 0;
   for (guint i = 0; i < N; i++) {
     g_thread_join (threads[i]);
