@@ -40,10 +40,13 @@ gboolean sedp_cli_apply_cpus (const char *subcommand, const char *list);
 
 /* sedp serve's heap (serve-heap.c). sedp_serve_heap_tune() fixes glibc's mmap and trim
  * thresholds (256 KiB, 1 MiB) unless GLIBC_TUNABLES is set; call it before any thread starts.
- * sedp_serve_heap_watch() gives every whole free page of the heap back to the system each
- * @interval_s seconds, from the default main context (0: never); returns the source id, or 0. */
+ * sedp_serve_heap_watch_start() starts a thread that gives every whole free page of the heap
+ * back to the system each @interval_s seconds (0: none, and it returns NULL);
+ * sedp_serve_heap_watch_stop() stops and joins it, and frees @watch (NULL: nothing to do). */
+typedef struct _SedpServeHeapWatch SedpServeHeapWatch;
 void sedp_serve_heap_tune (void);
-guint sedp_serve_heap_watch (guint interval_s);
+SedpServeHeapWatch *sedp_serve_heap_watch_start (guint interval_s);
+void sedp_serve_heap_watch_stop (SedpServeHeapWatch *watch);
 
 /* A subcommand of a command group (sedp model …, sedp cube …). */
 typedef struct {

@@ -110,6 +110,7 @@ sedp_cmd_serve (int argc, char **argv)
     sedp_server_free (server);
     return 1;
   }
+  SedpServeHeapWatch *heap_watch = sedp_serve_heap_watch_start ((guint) heap_release);
   g_autofree char *host = g_strndup (address, (gsize) (strrchr (address, ':') - address));
   fprintf (stderr, "sedp serve: listening on http://%s:%u\n", host, sedp_server_get_port (server));
   ServeState st = {server, g_main_loop_new (NULL, FALSE), (guint) drain_timeout * 1000, FALSE, FALSE};
@@ -117,10 +118,7 @@ sedp_cmd_serve (int argc, char **argv)
   guint s2 = g_unix_signal_add (SIGINT, on_signal, &st);
   /* Listening already: /healthz says 503 (warming up) until every warm-up request went through. */
   sedp_server_warm_up (server, on_warmup_done, &st);
-  guint heap_watch = sedp_serve_heap_watch ((guint) heap_release);
   g_main_loop_run (st.loop);
-  if (heap_watch)
-    g_source_remove (heap_watch);
   if (st.warmup_failed && !st.stopping) {
     st.stopping = TRUE;
     sedp_server_shutdown (server, st.drain_timeout_ms);
@@ -129,6 +127,7 @@ sedp_cmd_serve (int argc, char **argv)
   g_source_remove (s2);
   g_main_loop_unref (st.loop);
   sedp_server_free (server);
+  sedp_serve_heap_watch_stop (heap_watch);
   fprintf (stderr, "sedp serve: stopped\n");
   return st.warmup_failed ? 1 : 0;
 }

@@ -2,8 +2,6 @@
  * burst (docs/serving.md#memory). */
 #include "cli.h"
 
-#include <gio/gio.h>
-
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -29,43 +27,62 @@ sedp_serve_heap_tune (void)
  * the requests that piled up stay resident, scattered between live blocks (the soak: 22 MB in
  * use, 40 MB held, after a Redis outage). malloc_trim(0) returns every whole free page of every
  * arena (madvise MADV_DONTNEED; a page used again costs one page fault). It takes 2 to 7 ms on
- * the CTR example's heap under load, one arena locked at a time: in a worker thread, so that
- * the main loop goes on accepting and answering meanwhile. */
-static void
-heap_release_in_thread (GTask *task, gpointer source G_GNUC_UNUSED, gpointer data G_GNUC_UNUSED,
-                        GCancellable *cancellable G_GNUC_UNUSED)
+ * the CTR example's heap under load, one arena locked at a time: in a thread of its own, started
+ * with the server (a thread started later would itself grow RssAnon by its stack and arena),
+ * so that the main loop goes on accepting and answering meanwhile. */
+struct _SedpServeHeapWatch {
+  GThread *thread;
+  GMutex lock;
+  GCond cond;
+  gint64 interval_us;
+  gboolean stop;
+};
+
+static gpointer
+heap_watch_run (gpointer data)
 {
+  SedpServeHeapWatch *w = data;
+  g_mutex_lock (&w->lock);
+  while (!w->stop) {
+    gint64 until = g_get_monotonic_time () + w->interval_us;
+    while (!w->stop && g_cond_wait_until (&w->cond, &w->lock, until))
+      ;
+    if (w->stop)
+      break;
+    g_mutex_unlock (&w->lock);
 #ifdef __GLIBC__
-  malloc_trim (0);
+    malloc_trim (0);
 #endif
-  g_task_return_boolean (task, TRUE);
+    g_mutex_lock (&w->lock);
+  }
+  g_mutex_unlock (&w->lock);
+  return NULL;
 }
 
-static void
-heap_release_done (GObject *source G_GNUC_UNUSED, GAsyncResult *result, gpointer data)
-{
-  gboolean *running = data;
-  *running = FALSE;
-  g_task_propagate_boolean (G_TASK (result), NULL);
-}
-
-/* At most one release at a time: a slow one is not queued behind. */
-static gboolean
-heap_release (gpointer data)
-{
-  static gboolean running;
-  if (running)
-    return G_SOURCE_CONTINUE;
-  running = TRUE;
-  g_autoptr (GTask) task = g_task_new (NULL, NULL, heap_release_done, &running);
-  g_task_run_in_thread (task, heap_release_in_thread);
-  return G_SOURCE_CONTINUE;
-}
-
-guint
-sedp_serve_heap_watch (guint interval_s)
+SedpServeHeapWatch *
+sedp_serve_heap_watch_start (guint interval_s)
 {
   if (interval_s == 0)
-    return 0;
-  return g_timeout_add_seconds (interval_s, heap_release, NULL);
+    return NULL;
+  SedpServeHeapWatch *w = g_new0 (SedpServeHeapWatch, 1);
+  g_mutex_init (&w->lock);
+  g_cond_init (&w->cond);
+  w->interval_us = (gint64) interval_s * G_USEC_PER_SEC;
+  w->thread = g_thread_new ("heap-release", heap_watch_run, w);
+  return w;
+}
+
+void
+sedp_serve_heap_watch_stop (SedpServeHeapWatch *w)
+{
+  if (w == NULL)
+    return;
+  g_mutex_lock (&w->lock);
+  w->stop = TRUE;
+  g_cond_signal (&w->cond);
+  g_mutex_unlock (&w->lock);
+  g_thread_join (w->thread);
+  g_cond_clear (&w->cond);
+  g_mutex_clear (&w->lock);
+  g_free (w);
 }

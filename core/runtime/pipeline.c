@@ -386,6 +386,47 @@ read_inflight (gconstpointer data)
   return (double) sedp_pipeline_get_inflight ((SedpPipeline *) data);
 }
 
+static double
+read_recent_p50 (gconstpointer data)
+{
+  return sedp_latency_window_quantile (((SedpPipeline *) data)->recent_latency, 0.5,
+                                       g_get_monotonic_time (), NULL);
+}
+
+static double
+read_recent_p99 (gconstpointer data)
+{
+  return sedp_latency_window_quantile (((SedpPipeline *) data)->recent_latency, 0.99,
+                                       g_get_monotonic_time (), NULL);
+}
+
+static double
+read_arrival_rate (gconstpointer data)
+{
+  guint64 n = 0;
+  sedp_latency_window_quantile (((SedpPipeline *) data)->recent_arrivals, 0.5,
+                                g_get_monotonic_time (), &n);
+  return (double) n * 1e6 / (SEDP_RECENT_SLICES * SEDP_RECENT_SLICE_US);
+}
+
+/* The pipeline's gauges: requests in flight, and the recent latency and arrival rate. */
+static void
+register_pipeline_gauges (SedpPipeline *p)
+{
+  p->recent_latency = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  sedp_metrics_gauge (p->metrics, "pipeline", "requests_in_flight",
+                      "Requests submitted and not yet completed", read_inflight, p);
+  sedp_metrics_gauge (p->metrics, "pipeline", "recent_latency_p50_us",
+                      "Median latency of the requests completed in the last 2 s (microseconds)",
+                      read_recent_p50, p);
+  sedp_metrics_gauge (p->metrics, "pipeline", "recent_latency_p99_us",
+                      "99th percentile latency of the requests completed in the last 2 s "
+                      "(microseconds)", read_recent_p99, p);
+  sedp_metrics_gauge (p->metrics, "pipeline", "recent_arrival_rate",
+                      "Requests submitted per second, over the last 2 s", read_arrival_rate, p);
+}
+
 static void
 register_queue_gauges (SedpPipeline *p, Stage *s)
 {
@@ -439,8 +480,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                           "Requests refused because the entry channel was full");
   p->m_timeouts = sedp_metrics_counter (p->metrics, "pipeline", "timeouts_total",
                                         "Requests answered at their deadline");
-  sedp_metrics_gauge (p->metrics, "pipeline", "requests_in_flight",
-                      "Requests submitted and not yet completed", read_inflight, p);
+  register_pipeline_gauges (p);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
                                                  "Request latency (microseconds)", latency_bounds_us,
                                                  G_N_ELEMENTS (latency_bounds_us));
@@ -573,6 +613,7 @@ sedp_pipeline_submit (SedpPipeline *p, SedpRequest *r, SedpRequestDone done, gpo
   gboolean auto_deadline = r->deadline == 0;
   sedp_request_ref (r); /* the pipeline's, dropped at completion */
   sedp_request_begin (r, p, done, user_data);
+  sedp_latency_window_observe (p->recent_arrivals, 0, r->submitted_at);
   g_mutex_lock (&p->lock);
   p->inflight++;
   g_mutex_unlock (&p->lock);
@@ -639,6 +680,8 @@ sedp_pipeline_free (SedpPipeline *p)
   g_free (p->sync_threads);
   g_free (p->stages);
   sedp_metrics_free (p->metrics);
+  sedp_latency_window_free (p->recent_latency);
+  sedp_latency_window_free (p->recent_arrivals);
   sedp_graph_free (p->graph);
   g_mutex_clear (&p->lock);
   g_cond_clear (&p->drained);

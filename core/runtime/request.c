@@ -421,6 +421,7 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   if (status == SEDP_STATUS_TIMEOUT)
     sedp_counter_add (p->m_timeouts, 1);
   sedp_histogram_observe (p->m_request_latency, (double) res->latency_us);
+  sedp_latency_window_observe (p->recent_latency, res->latency_us, r->submitted_at + res->latency_us);
   g_atomic_int_set (&r->done, 2);
   if (r->done_cb)
     r->done_cb (r, r->done_data);

@@ -1,6 +1,8 @@
 /* sedp — runtime internals shared by the runtime's files. */
 #pragma once
 
+#include "window.h"
+
 #include "channel.h"
 #include "frame-private.h"
 #include "pipeline.h"
@@ -121,7 +123,13 @@ struct _SedpPipeline {
   SedpCounter *m_overloaded;
   SedpCounter *m_timeouts;
   SedpHistogram *m_request_latency;
+  SedpLatencyWindow *recent_latency;  /* completed requests, the last 2 s */
+  SedpLatencyWindow *recent_arrivals; /* submissions (counted, value 0), the same window */
 };
+
+/* The recent past the load signals look at: 20 slices of 100 ms. */
+#define SEDP_RECENT_SLICES 20
+#define SEDP_RECENT_SLICE_US 100000
 
 /* Per-request join state of one stage (join.c). */
 void sedp_join_slot_free (JoinSlot *slot);
