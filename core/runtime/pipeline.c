@@ -403,9 +403,8 @@ read_recent_p99 (gconstpointer data)
 static double
 read_arrival_rate (gconstpointer data)
 {
-  guint64 n = 0;
-  sedp_latency_window_quantile (((SedpPipeline *) data)->recent_arrivals, 0.5,
-                                g_get_monotonic_time (), &n);
+  guint64 n = sedp_latency_window_count (((SedpPipeline *) data)->recent_arrivals,
+                                         g_get_monotonic_time ());
   return (double) n * 1e6 / (SEDP_RECENT_SLICES * SEDP_RECENT_SLICE_US);
 }
 
@@ -413,8 +412,6 @@ read_arrival_rate (gconstpointer data)
 static void
 register_pipeline_gauges (SedpPipeline *p)
 {
-  p->recent_latency = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
-  p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   sedp_metrics_gauge (p->metrics, "pipeline", "requests_in_flight",
                       "Requests submitted and not yet completed", read_inflight, p);
   sedp_metrics_gauge (p->metrics, "pipeline", "recent_latency_p50_us",
@@ -480,6 +477,8 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                           "Requests refused because the entry channel was full");
   p->m_timeouts = sedp_metrics_counter (p->metrics, "pipeline", "timeouts_total",
                                         "Requests answered at their deadline");
+  p->recent_latency = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   register_pipeline_gauges (p);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
                                                  "Request latency (microseconds)", latency_bounds_us,

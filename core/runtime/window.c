@@ -91,11 +91,13 @@ sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 now_u
     __atomic_fetch_add (&s->counts[bucket_of (value_us)], 1, __ATOMIC_RELAXED);
 }
 
-double
-sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, guint64 *count)
+/* Sums the live slices of the window ending at @now_us into @sum (N_BUCKETS); returns the
+ * total count. */
+static guint64
+window_sum (SedpLatencyWindow *w, gint64 now_us, guint64 *sum)
 {
   gint64 epoch = now_us / w->slice_us;
-  guint64 sum[N_BUCKETS] = {0}, total = 0;
+  guint64 total = 0;
   for (guint i = 0; i < w->n_slices; i++) {
     Slice *s = &w->slices[i];
     gint64 e = __atomic_load_n (&s->epoch, __ATOMIC_ACQUIRE);
@@ -107,6 +109,21 @@ sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, gui
       total += c;
     }
   }
+  return total;
+}
+
+guint64
+sedp_latency_window_count (SedpLatencyWindow *w, gint64 now_us)
+{
+  guint64 sum[N_BUCKETS] = {0};
+  return window_sum (w, now_us, sum);
+}
+
+double
+sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, guint64 *count)
+{
+  guint64 sum[N_BUCKETS] = {0};
+  guint64 total = window_sum (w, now_us, sum);
   if (count)
     *count = total;
   if (total == 0)

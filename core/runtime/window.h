@@ -27,3 +27,6 @@ void sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 
  * upper bound of the bucket holding it. 0 when nothing was observed; *@count (optional) gets
  * the number of observations in the window. */
 double sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, guint64 *count);
+
+/* The number of observations in the window ending at @now_us (a rate, over the window's span). */
+guint64 sedp_latency_window_count (SedpLatencyWindow *w, gint64 now_us);

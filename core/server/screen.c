@@ -27,7 +27,7 @@
 #define DRAIN_MAX (64 * 1024)
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS",
-                                      "PATCH", "TRACE", "CONNECT"};
+                                      "PATCH", "TRACE", "CONNECT", NULL};
 
 typedef struct {
   GSocketConnection *conn;
@@ -50,7 +50,7 @@ screen_free (Screen *sc)
 static gboolean
 known_method (const char *m, gsize len)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (methods); i++)
+  for (guint i = 0; methods[i]; i++)
     if (strlen (methods[i]) == len && memcmp (methods[i], m, len) == 0)
       return TRUE;
   return FALSE;
@@ -66,9 +66,11 @@ refuse (Screen *sc, const char *why)
   for (gsize dropped = 0; dropped < DRAIN_MAX; dropped += (gsize) n)
     if ((n = recv (fd, buf, sizeof buf, MSG_DONTWAIT)) <= 0)
       break;
+  g_autofree char *first = g_strjoinv (", ", (char **) methods);
+  *strrchr (first, ',') = '\0'; /* "GET, …, TRACE" and the last one after "or" */
+  const char *last = methods[G_N_ELEMENTS (methods) - 2];
   g_autofree char *body = g_strdup_printf (
-    "sedp serve: %s; the request method must be one of GET, HEAD, POST, PUT, DELETE, OPTIONS, "
-    "PATCH, TRACE or CONNECT\n", why);
+    "sedp serve: %s; the request method must be one of %s or %s\n", why, first, last);
   g_autofree char *resp = g_strdup_printf ("HTTP/1.1 501 Not Implemented\r\nServer: sedp\r\n"
                                            "Content-Type: text/plain; charset=utf-8\r\n"
                                            "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",

@@ -545,13 +545,15 @@ typedef struct {
   guint port;
   const char *pipeline;
   Resp resp;
+  const char *json; /* NULL: two items */
 } Call;
 
 static gpointer
 call_thread (gpointer data)
 {
   Call *c = data;
-  predict_json (c->port, c->pipeline, "{\"items\": [{\"id\": 1}, {\"id\": 2}]}", &c->resp);
+  predict_json (c->port, c->pipeline,
+                c->json ? c->json : "{\"items\": [{\"id\": 1}, {\"id\": 2}]}", &c->resp);
   return NULL;
 }
 
@@ -572,7 +574,7 @@ test_overload (void)
   Call calls[N];
   GThread *threads[N];
   for (guint i = 0; i < N; i++) {
-    calls[i] = (Call) {s.port, "slow", {0}};
+    calls[i] = (Call) {s.port, "slow", {0}, NULL};
     threads[i] = g_thread_new ("client", call_thread, &calls[i]);
   }
   /* While the first request is held, the next one waits in the slow stage's channel of one:
@@ -1169,23 +1171,6 @@ test_unknown_methods_not_kept (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
-typedef struct {
-  guint port;
-  const char *json;
-  int status;
-} BurstCall;
-
-static gpointer
-burst_thread (gpointer data)
-{
-  BurstCall *c = data;
-  Resp r;
-  predict_json (c->port, "held", c->json, &r);
-  c->status = r.status;
-  resp_clear (&r);
-  return NULL;
-}
-
 /* @n requests of @items items each, all in flight at once (a stage holds each for 200 ms), as
  * when a backend's outage queues them; returns how many were answered 200. */
 static guint
@@ -1195,16 +1180,17 @@ burst (guint port, guint n, guint items)
   for (guint i = 0; i < items; i++)
     g_string_append_printf (json, "%s{\"id\": %u, \"features\": {\"x\": [%u.5, %u.25]}}", i ? ", " : "", i, i, i);
   g_string_append (json, "]}");
-  g_autofree BurstCall *calls = g_new0 (BurstCall, n);
+  g_autofree Call *calls = g_new0 (Call, n);
   g_autofree GThread **threads = g_new0 (GThread *, n);
   for (guint i = 0; i < n; i++) {
-    calls[i] = (BurstCall) {port, json->str, 0};
-    threads[i] = g_thread_new ("client", burst_thread, &calls[i]);
+    calls[i] = (Call) {port, "held", {0}, json->str};
+    threads[i] = g_thread_new ("client", call_thread, &calls[i]);
   }
   guint ok = 0;
   for (guint i = 0; i < n; i++) {
     g_thread_join (threads[i]);
-    ok += calls[i].status == 200;
+    ok += calls[i].resp.status == 200;
+    resp_clear (&calls[i].resp);
   }
   return ok;
 }
