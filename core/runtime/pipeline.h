@@ -61,9 +61,21 @@ SEDP_API SedpRequest *sedp_request_new (const char *id, gint64 deadline);
  * @timeout_us: the time the request may take from its submission, in microseconds; 0 for the
  *   pipeline's deadline_ms
  *
- * Sets a deadline relative to submission (replaces an absolute one given to sedp_request_new()).
+ * Sets a deadline relative to the request's start (sedp_request_set_start(), else submission;
+ * replaces an absolute one given to sedp_request_new()).
  */
 SEDP_API void sedp_request_set_timeout (SedpRequest *request, gint64 timeout_us);
+
+/**
+ * sedp_request_set_start:
+ * @start_us: when the request arrived, on g_get_monotonic_time()'s clock (0: at submission)
+ *
+ * Starts the request's clock before its submission: a relative deadline (set_timeout() or the
+ * pipeline's deadline_ms) and the result's latency count from @start_us, so that the time a
+ * front end held the request (accepting the connection, reading the body) is counted. A start
+ * after the submission is taken as the submission. Call it before sedp_pipeline_submit().
+ */
+SEDP_API void sedp_request_set_start (SedpRequest *request, gint64 start_us);
 
 /**
  * sedp_request_set_frames:
@@ -99,7 +111,7 @@ SEDP_API const SedpFrame *sedp_result_get_item_frame (const SedpResult *result, 
                                                       guint *row);
 /* The request-scope frame a request-scope sink produced (borrowed), or NULL. */
 SEDP_API const SedpFrame *sedp_result_get_request_frame (const SedpResult *result);
-/* Microseconds from submission to completion. */
+/* Microseconds from the request's start (sedp_request_set_start(), else submission) to completion. */
 SEDP_API gint64 sedp_result_get_latency_us (const SedpResult *result);
 
 /**

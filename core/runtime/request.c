@@ -38,6 +38,13 @@ sedp_request_set_timeout (SedpRequest *r, gint64 timeout_us)
 }
 
 void
+sedp_request_set_start (SedpRequest *r, gint64 start_us)
+{
+  g_return_if_fail (r != NULL && start_us >= 0);
+  r->started_at = start_us;
+}
+
+void
 sedp_request_set_frames (SedpRequest *r, SedpFrame *request_frame, SedpFrame *items)
 {
   g_return_if_fail (r != NULL);
@@ -276,8 +283,10 @@ sedp_request_begin (SedpRequest *r, SedpPipeline *p, SedpRequestDone done, gpoin
   r->done_cb = done;
   r->done_data = data;
   r->submitted_at = g_get_monotonic_time ();
+  if (r->started_at == 0 || r->started_at > r->submitted_at)
+    r->started_at = r->submitted_at;
   if (r->deadline == 0)
-    r->deadline = r->submitted_at + (r->timeout_us > 0 ? r->timeout_us : p->deadline_us);
+    r->deadline = r->started_at + (r->timeout_us > 0 ? r->timeout_us : p->deadline_us);
   r->joins = g_new0 (JoinSlot *, p->n_stages);
   r->result.frames = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_frame_unref);
 }
@@ -412,7 +421,7 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   }
   res->status = status;
   res->message = message;
-  res->latency_us = g_get_monotonic_time () - r->submitted_at;
+  res->latency_us = g_get_monotonic_time () - r->started_at;
   release_runtime_state (r);
   g_mutex_unlock (&r->lock);
 
@@ -421,7 +430,7 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   if (status == SEDP_STATUS_TIMEOUT)
     sedp_counter_add (p->m_timeouts, 1);
   sedp_histogram_observe (p->m_request_latency, (double) res->latency_us);
-  sedp_latency_window_observe (p->recent_latency, res->latency_us, r->submitted_at + res->latency_us);
+  sedp_latency_window_observe (p->recent_latency, res->latency_us, r->started_at + res->latency_us);
   g_atomic_int_set (&r->done, 2);
   if (r->done_cb)
     r->done_cb (r, r->done_data);
@@ -447,7 +456,7 @@ sedp_request_complete (SedpRequest *r, SedpStatus status, const char *message)
     for (guint i = 0; i < r->result.n_items; i++)
       finished += r->result.item_status[i] != SEDP_ITEM_PENDING;
     msg = g_strdup_printf ("deadline of %" G_GINT64_FORMAT " ms passed with %u of %u items finished",
-                           (r->deadline - r->submitted_at) / 1000, finished, r->result.n_items);
+                           (r->deadline - r->started_at) / 1000, finished, r->result.n_items);
   }
   finish (r, status, msg);
 }

@@ -33,6 +33,7 @@ struct _SedpRequest {
   gint64 deadline;             /* absolute; 0 until submission when relative */
   gint64 timeout_us;           /* relative deadline, applied at submission (0: none) */
   gint64 submitted_at;
+  gint64 started_at;           /* the clock's start: sedp_request_set_start(), else submission */
   GBytes *payload;
   char *content_type;
   SedpFrame *request_frame;    /* as submitted */

@@ -244,6 +244,37 @@ early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHash
   }
 }
 
+/* ---- the request's clock ----
+ *
+ * A request's deadline bounds what its client waits, so its clock starts when the server
+ * accepted the connection (docs/load-shedding.md#the-requests-clock): the time spent waiting for
+ * the main loop, the screen and the body counts. The accept time is kept on the connection,
+ * then on the remote address object libsoup keeps for it, and taken by the first request read
+ * from it; later requests of a kept-alive connection start when they are submitted. */
+#define ARRIVAL_KEY "sedp-arrival-us"
+
+static void
+stamp_arrival (GObject *object, gint64 t)
+{
+  if (t == 0)
+    return;
+  gint64 *stamp = g_new (gint64, 1);
+  *stamp = t;
+  g_object_set_data_full (object, ARRIVAL_KEY, stamp, g_free);
+}
+
+/* The arrival stamped on @object (0: none), removed. */
+static gint64
+take_arrival (GObject *object)
+{
+  gint64 *stamp = object ? g_object_steal_data (object, ARRIVAL_KEY) : NULL;
+  gint64 t = stamp ? *stamp : 0;
+  g_free (stamp);
+  return t;
+}
+
+/* ---- predictions ---- */
+
 /* libsoup before 3.3 (Debian 12 has 3.2) never closes a kept-alive connection that the client
  * closes while it is idle: each one leaks a socket in CLOSE_WAIT until the process runs out of
  * file descriptors and stops answering (upstream fix: libsoup 3.3.0, "Don't leak idle
@@ -312,6 +343,7 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
                                                          : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
   if (peek.deadline_ms)
     sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
+  sedp_request_set_start (request, take_arrival (G_OBJECT (soup_server_message_get_remote_address (msg))));
   Pending *p = g_new0 (Pending, 1);
   p->server = server;
   p->served = served;
@@ -861,6 +893,8 @@ pass_to_soup (GSocketConnection *conn, gpointer data)
     g_clear_object (&remote);
     loopback_ends (server, &local, &remote);
   }
+  /* libsoup keeps @remote as the connection's remote address: the arrival travels with it. */
+  stamp_arrival (G_OBJECT (remote), take_arrival (G_OBJECT (conn)));
   g_autoptr (GError) error = NULL;
   if (!soup_server_accept_iostream (server->soup, G_IO_STREAM (conn), local, remote, &error)) {
     g_debug ("connection dropped before it was served: %s", error->message);
@@ -880,6 +914,7 @@ static gboolean
 on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
 {
   SedpServer *server = data;
+  stamp_arrival (G_OBJECT (conn), g_get_monotonic_time ());
   /* Small writes are sent at once, as libsoup's own listener does. */
   g_socket_set_option (g_socket_connection_get_socket (conn), IPPROTO_TCP, TCP_NODELAY, TRUE, NULL);
   sedp_screen_connection (conn, server->context, pass_to_soup, server);

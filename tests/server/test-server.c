@@ -160,9 +160,18 @@ http (guint port, const char *method, const char *path, const char *ctype, const
   http_raw (port, req, out);
 }
 
+static void http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Resp *out);
+
 /* Sends the bytes of @req (a whole HTTP request) and reads the response until the server closes. */
 static void
 http_raw (guint port, const GString *req, Resp *out)
+{
+  http_raw_paced (port, req, 0, 0, out);
+}
+
+/* http_raw(), waiting @pause_ms after the first @split bytes (a slow client). */
+static void
+http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Resp *out)
 {
   memset (out, 0, sizeof *out);
   int fd = socket (AF_INET, SOCK_STREAM, 0);
@@ -178,7 +187,10 @@ http_raw (guint port, const GString *req, Resp *out)
   }
   gsize off = 0;
   while (off < req->len) {
-    ssize_t n = send (fd, req->str + off, req->len - off, MSG_NOSIGNAL);
+    if (split && off == split)
+      g_usleep (pause_ms * 1000);
+    gsize end = split && off < split ? split : req->len;
+    ssize_t n = send (fd, req->str + off, end - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -580,13 +592,17 @@ test_overload (void)
   /* While the first request is held, the next one waits in the slow stage's channel of one:
    * /metrics shows it. */
   gboolean queued = FALSE;
-  for (guint t = 0; t < 25 && !queued; t++) {
+  double depth = -1;
+  for (guint t = 0; t < 60 && !queued; t++) {
     Resp m;
     get (s.port, "/metrics", &m);
-    queued = m.body && strstr (m.body, "sedp_queue_depth{pipeline=\"slow\",stage=\"wait\"} 1\n");
+    depth = metric_value (m.body, "sedp_queue_depth{pipeline=\"slow\",stage=\"wait\"} ");
+    queued = depth == 1;
     resp_clear (&m);
     g_usleep (10000);
   }
+  if (!queued)
+    fprintf (stderr, "\n  the wait stage's queue depth last read %g, never 1\n", depth);
   CU_ASSERT_TRUE (queued);
   guint ok = 0, refused = 0;
   for (guint i = 0; i < N; i++) {
@@ -680,6 +696,35 @@ test_client_deadline (void)
   predict_json (s.port, "slow", "{\"items\": [{\"id\": 1}]}", &r);
   CU_ASSERT_EQUAL (r.status, 200);
   resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
+/* The deadline runs from the connection's accept: a body that arrives after it is answered 504
+ * (it was 200 when the clock started at submission), one sent at once 200. */
+static void
+test_deadline_from_accept (void)
+{
+  const char *fast = "[pipeline]\nname = fast\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
+  const char *pipelines[] = {fast, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  const char *body = "{\"items\": [{\"id\": 1}], \"deadline_ms\": 150}";
+  g_autoptr (GString) req = g_string_new (NULL);
+  g_string_printf (req, "POST /v1/pipelines/fast:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Connection: close\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\n\r\n%s", strlen (body), body);
+  Resp r;
+  http_raw_paced (s.port, req, req->len - strlen (body), 300, &r);
+  CU_ASSERT_EQUAL (r.status, 504);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "deadline of 150 ms"));
+  resp_clear (&r);
+  http_raw (s.port, req, &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  resp_clear (&r);
+  assert_healthy (s.port);
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
@@ -1306,6 +1351,7 @@ main (void)
     T (test_overload),
     T (test_deadline),
     T (test_client_deadline),
+    T (test_deadline_from_accept),
     T (test_sigterm_drains),
     T (test_client_disconnect),
     T (test_feedback_invalidates),
