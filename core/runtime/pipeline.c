@@ -26,6 +26,7 @@ void
 sedp_runtime_enqueue (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *ev)
 {
   (void) p;
+  ev->enqueued_at = g_get_monotonic_time ();
   if (x) {
     g_ptr_array_add (x->queues[stage->node->index], ev);
     return;
@@ -266,7 +267,10 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
     }
     g_clear_error (&error);
   }
-  sedp_histogram_observe (s->m_latency, (double) (g_get_monotonic_time () - t0));
+  gint64 t1 = g_get_monotonic_time ();
+  sedp_histogram_observe (s->m_latency, (double) (t1 - t0));
+  for (guint i = 0; i < live; i++)
+    sedp_latency_window_observe (s->residence, t1 - evs[i]->enqueued_at, t1);
   for (guint i = 0; i < live; i++) {
     if (s->drop && evs[i]->frame)
       drop_columns (s, evs[i]->frame);
@@ -364,76 +368,6 @@ destroy_instances (SedpPipeline *p)
   }
 }
 
-/* Events waiting in @data's (a Stage's) channel: 0 before the pipeline starts, and in sync mode,
- * where stages have no channel of their own. */
-static double
-read_queue_depth (gconstpointer data)
-{
-  SedpChannel *ch = __atomic_load_n (&((const Stage *) data)->channel, __ATOMIC_ACQUIRE);
-  return ch ? (double) sedp_channel_length (ch) : 0.0;
-}
-
-static double
-read_queue_capacity (gconstpointer data)
-{
-  const Stage *s = data;
-  return s->pipeline->mode == SEDP_MODE_STAGED ? (double) s->node->spec->queue_capacity : 0.0;
-}
-
-static double
-read_inflight (gconstpointer data)
-{
-  return (double) sedp_pipeline_get_inflight ((SedpPipeline *) data);
-}
-
-static double
-read_recent_p50 (gconstpointer data)
-{
-  return sedp_latency_window_quantile (((SedpPipeline *) data)->recent_latency, 0.5,
-                                       g_get_monotonic_time (), NULL);
-}
-
-static double
-read_recent_p99 (gconstpointer data)
-{
-  return sedp_latency_window_quantile (((SedpPipeline *) data)->recent_latency, 0.99,
-                                       g_get_monotonic_time (), NULL);
-}
-
-static double
-read_arrival_rate (gconstpointer data)
-{
-  guint64 n = sedp_latency_window_count (((SedpPipeline *) data)->recent_arrivals,
-                                         g_get_monotonic_time ());
-  return (double) n * 1e6 / (SEDP_RECENT_SLICES * SEDP_RECENT_SLICE_US);
-}
-
-/* The pipeline's gauges: requests in flight, and the recent latency and arrival rate. */
-static void
-register_pipeline_gauges (SedpPipeline *p)
-{
-  sedp_metrics_gauge (p->metrics, "pipeline", "requests_in_flight",
-                      "Requests submitted and not yet completed", read_inflight, p);
-  sedp_metrics_gauge (p->metrics, "pipeline", "recent_latency_p50_us",
-                      "Median latency of the requests completed in the last 2 s (microseconds)",
-                      read_recent_p50, p);
-  sedp_metrics_gauge (p->metrics, "pipeline", "recent_latency_p99_us",
-                      "99th percentile latency of the requests completed in the last 2 s "
-                      "(microseconds)", read_recent_p99, p);
-  sedp_metrics_gauge (p->metrics, "pipeline", "recent_arrival_rate",
-                      "Requests submitted per second, over the last 2 s", read_arrival_rate, p);
-}
-
-static void
-register_queue_gauges (SedpPipeline *p, Stage *s)
-{
-  sedp_metrics_gauge (p->metrics, s->ctx.name, "queue_depth",
-                      "Events waiting in the stage's channel", read_queue_depth, s);
-  sedp_metrics_gauge (p->metrics, s->ctx.name, "queue_capacity",
-                      "Capacity of the stage's channel (0 in sync mode: no channel)",
-                      read_queue_capacity, s);
-}
-
 SedpPipeline *
 sedp_pipeline_new (SedpGraph *graph, GError **error)
 {
@@ -479,7 +413,6 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                         "Requests answered at their deadline");
   p->recent_latency = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
-  register_pipeline_gauges (p);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
                                                  "Request latency (microseconds)", latency_bounds_us,
                                                  G_N_ELEMENTS (latency_bounds_us));
@@ -527,8 +460,9 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
     s->m_latency = sedp_metrics_histogram (p->metrics, s->ctx.name, "stage_process_us",
                                            "Duration of one process call (microseconds)",
                                            latency_bounds_us, G_N_ELEMENTS (latency_bounds_us));
-    register_queue_gauges (p, s);
+    sedp_load_init_stage (p, s);
   }
+  sedp_load_register_gauges (p);
 
   for (guint t = 0; t < p->n_stages; t++) {
     Stage *s = &p->stages[graph->topo[t]];
@@ -596,7 +530,7 @@ unbegin (SedpPipeline *p, SedpRequest *r, gboolean auto_deadline)
   if (auto_deadline)
     r->deadline = 0;
   g_mutex_lock (&p->lock);
-  if (--p->inflight == 0)
+  if (g_atomic_int_dec_and_test ((gint *) &p->inflight))
     g_cond_broadcast (&p->drained);
   g_mutex_unlock (&p->lock);
   sedp_request_unref (r);
@@ -614,7 +548,7 @@ sedp_pipeline_submit (SedpPipeline *p, SedpRequest *r, SedpRequestDone done, gpo
   sedp_request_begin (r, p, done, user_data);
   sedp_latency_window_observe (p->recent_arrivals, 0, r->submitted_at);
   g_mutex_lock (&p->lock);
-  p->inflight++;
+  g_atomic_int_inc ((gint *) &p->inflight);
   g_mutex_unlock (&p->lock);
   sedp_deadline_queue_add (p->deadlines, r);
 
@@ -674,6 +608,7 @@ sedp_pipeline_free (SedpPipeline *p)
       g_pattern_spec_free (s->drop[k]);
     g_free (s->drop);
     g_free (s->ctx.name);
+    sedp_load_clear_stage (s);
   }
   sedp_channel_free (p->entry);
   g_free (p->sync_threads);

@@ -328,6 +328,8 @@ sedp_request_start_items (SedpRequest *r, SedpFrame *items, guint frame_rows,
     sedp_frame_set_kind (cut[j], FRAME_KIND_ITEMS);
   }
   g_mutex_lock (&r->lock);
+  if (!r->done) /* counted until finish() takes them back (it reads `started`) */
+    g_atomic_int_add (&r->pipeline->items_inflight, (gint) n);
   r->n_items = n;
   r->n_frames = n_frames;
   r->item_frames = cut;
@@ -422,6 +424,8 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   res->status = status;
   res->message = message;
   res->latency_us = g_get_monotonic_time () - r->started_at;
+  gboolean started = g_atomic_int_get (&r->started) != 0;
+  guint n_items = r->n_items;
   release_runtime_state (r);
   g_mutex_unlock (&r->lock);
 
@@ -434,8 +438,10 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   g_atomic_int_set (&r->done, 2);
   if (r->done_cb)
     r->done_cb (r, r->done_data);
+  if (started)
+    g_atomic_int_add (&p->items_inflight, -(gint) n_items);
   g_mutex_lock (&p->lock);
-  if (--p->inflight == 0)
+  if (g_atomic_int_dec_and_test ((gint *) &p->inflight))
     g_cond_broadcast (&p->drained);
   g_mutex_unlock (&p->lock);
   sedp_request_unref (r); /* the pipeline's reference */

@@ -10,6 +10,7 @@
 typedef struct _Stage Stage;
 typedef struct _JoinSlot JoinSlot;
 typedef struct _SyncExec SyncExec;
+typedef struct _LoadCache LoadCache;
 
 /* Frame kinds: a request frame (one row for the request) or a frame of item rows. */
 enum { FRAME_KIND_REQUEST = 0, FRAME_KIND_ITEMS = 1 };
@@ -63,6 +64,7 @@ struct _SedpEvent {
   gboolean dropped;
   SedpFrame *items;            /* set by the source stage */
   guint slot;                  /* input slot at the receiving stage */
+  gint64 enqueued_at;          /* when it was put on the receiving stage's queue */
 };
 
 struct _SedpStageContext {
@@ -97,6 +99,9 @@ struct _Stage {
   SedpCounter *m_dropped;
   SedpHistogram *m_batch;
   SedpHistogram *m_latency;
+  SedpLatencyWindow *residence; /* per event: from its enqueue to the end of process (load.c) */
+  guint8 *downstream;          /* per node: 1 when it comes after this stage */
+  LoadCache *load;             /* the last load snapshot read by this stage */
 };
 
 typedef struct _DeadlineQueue DeadlineQueue;
@@ -114,7 +119,8 @@ struct _SedpPipeline {
   gint stopped;
   GMutex lock;
   GCond drained;
-  guint inflight;
+  guint inflight;              /* atomic; changed under lock (drained waits on it) */
+  gint items_inflight;         /* atomic: the items of the requests in flight, once cut */
   DeadlineQueue *deadlines;
   /* sync mode */
   SedpChannel *entry;
@@ -131,6 +137,13 @@ struct _SedpPipeline {
 /* The recent past the load signals look at: 20 slices of 100 ms. */
 #define SEDP_RECENT_SLICES 20
 #define SEDP_RECENT_SLICE_US 100000
+
+/* Load signals (load.c): a stage's window and snapshot cache, the figures the gauges read. */
+void sedp_load_init_stage (SedpPipeline *p, Stage *s);
+void sedp_load_clear_stage (Stage *s);
+void sedp_load_register_gauges (SedpPipeline *p);
+guint sedp_load_queued (const Stage *s);
+guint sedp_load_capacity (const Stage *s);
 
 /* Per-request join state of one stage (join.c). */
 void sedp_join_slot_free (JoinSlot *slot);

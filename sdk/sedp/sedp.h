@@ -4,6 +4,7 @@
 #include <sedp/cube.h>
 #include <sedp/engine.h>
 #include <sedp/frame.h>
+#include <sedp/load.h>
 #include <sedp/macros.h>
 #include <sedp/metrics.h>
 #include <sedp/protocol.h>

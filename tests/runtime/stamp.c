@@ -6,7 +6,9 @@
  *   <tag>_rows  int64  rows of the frame
  * It can sleep a random time per call (delay_us), make the items of a source from the payload
  * (make_items: the payload is the item count in decimal), and pass request-scope data on
- * (set_data) or check it (check_data). */
+ * (set_data) or check it (check_data), and write the load it read (load: <tag>_inflight,
+ * <tag>_items_inflight, <tag>_downstream_p99_us, <tag>_downstream_capacity, <tag>_entry_capacity,
+ * <tag>_remaining_us). */
 #include <sedp/sedp.h>
 
 #include <stdlib.h>
@@ -18,6 +20,8 @@ typedef struct {
   gboolean make_items;
   gboolean set_data;
   gboolean check_data;
+  gboolean load;
+  SedpStageContext *ctx;
 } Stamp;
 
 static gint64
@@ -36,6 +40,8 @@ stamp_create (SedpStageContext *ctx, GError **error)
   s->make_items = sedp_stage_context_get_bool (ctx, "make_items");
   s->set_data = sedp_stage_context_get_bool (ctx, "set_data");
   s->check_data = sedp_stage_context_get_bool (ctx, "check_data");
+  s->load = sedp_stage_context_get_bool (ctx, "load");
+  s->ctx = ctx;
   return s;
 }
 
@@ -59,6 +65,19 @@ static gint64
 v_item (SedpFrame *f, guint r, gpointer data)
 {
   return *(gboolean *) data ? -1 : (gint64) sedp_frame_get_item_index (f, r);
+}
+
+static void
+stamp_load (Stamp *s, SedpFrame *f, SedpRequest *req)
+{
+  SedpLoadSnapshot l;
+  sedp_stage_context_read_load (s->ctx, &l);
+  gint64 v[] = {l.requests_in_flight, l.items_in_flight, (gint64) l.downstream_p99_us,
+                l.downstream_capacity, l.entry_capacity, sedp_request_get_remaining_us (req)};
+  const char *what[] = {"inflight", "items_inflight", "downstream_p99_us", "downstream_capacity",
+                        "entry_capacity", "remaining_us"};
+  for (guint k = 0; k < G_N_ELEMENTS (v); k++)
+    stamp_column (f, s->tag, what[k], v_const, &v[k]);
 }
 
 static gboolean
@@ -103,6 +122,8 @@ stamp_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
     stamp_column (f, s->tag, "item", v_item, &is_request);
     stamp_column (f, s->tag, "batch", v_const, &batch);
     stamp_column (f, s->tag, "rows", v_const, &rows);
+    if (s->load)
+      stamp_load (s, f, req);
   }
   return TRUE;
 }
@@ -121,6 +142,7 @@ static const SedpOptionSpec stamp_options[] = {
   SEDP_OPTION_BOOL_SPEC ("make_items", "false", "Make N items from a payload holding N"),
   SEDP_OPTION_BOOL_SPEC ("set_data", "false", "Attach the request id as request data"),
   SEDP_OPTION_BOOL_SPEC ("check_data", "false", "Fail events whose request data is not their id"),
+  SEDP_OPTION_BOOL_SPEC ("load", "false", "Write the load snapshot read in process"),
   SEDP_OPTION_END,
 };
 

@@ -529,6 +529,51 @@ test_request_scope_failure_and_drop (void)
   sedp_pipeline_free (p);
 }
 
+/* ---- load signals ---- */
+
+/* What a stage reads of the pipeline's load (sdk/sedp/load.h), written into columns by the
+ * stamp plugin: requests and items in flight, the downstream p99 (the slow stage sleeps 20 ms a
+ * call, so its residence is at least that), the queues' capacities, the deadline budget. */
+static void
+test_load_signals (void)
+{
+  const char *text = "[pipeline]\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = stamp\nscope = request\nqueue_capacity = 64\n"
+                     "[stage probe]\nplugin = stamp\nafter = reader\nscope = request\nload = true\n"
+                     "[stage slow]\nplugin = synthetic_work\nafter = probe\nsleep_us = 20000\n"
+                     "queue_capacity = 32\n"
+                     "[stage sink]\nplugin = stamp\nafter = slow\nload = true\nqueue_capacity = 16\n";
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  for (guint i = 0; i < 8; i++) { /* one at a time: the windows see the slow stage */
+    CU_ASSERT_EQUAL (submit_numbered (p, &c, 1, NULL, 3), 1);
+    CU_ASSERT_EQUAL (collector_wait (&c, i + 1, 10), i + 1);
+  }
+  CU_ASSERT_EQUAL (submit_numbered (p, &c, 4, NULL, 3), 4); /* then four at once */
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 12, 10), 12);
+  for (guint k = 8; k < 12; k++) {
+    guint row = 0;
+    const SedpFrame *f = sedp_result_get_item_frame (result_of (&c, k), 0, &row);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+    CU_ASSERT (int_at (f, "probe_inflight", row) >= 1 && int_at (f, "probe_inflight", row) <= 4);
+    CU_ASSERT (int_at (f, "probe_items_inflight", row) >= 3 &&
+               int_at (f, "probe_items_inflight", row) <= 12);
+    gint64 down = int_at (f, "probe_downstream_p99_us", row);
+    if (down < 20000 || down > 500000)
+      fprintf (stderr, "\n  downstream p99 %" G_GINT64_FORMAT " us\n", down);
+    CU_ASSERT (down >= 20000 && down <= 500000);
+    CU_ASSERT_EQUAL (int_at (f, "probe_downstream_capacity", row), 32 + 16);
+    CU_ASSERT_EQUAL (int_at (f, "probe_entry_capacity", row), 64);
+    CU_ASSERT (int_at (f, "probe_remaining_us", row) > 20000000 &&
+               int_at (f, "probe_remaining_us", row) <= 30000000);
+    CU_ASSERT_EQUAL (int_at (f, "sink_downstream_p99_us", row), 0); /* nothing after a sink */
+    CU_ASSERT_EQUAL (int_at (f, "sink_downstream_capacity", row), 0);
+  }
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 /* ---- backpressure and shutdown ---- */
 
 static void
@@ -747,6 +792,7 @@ main (void)
   CU_add_test (s, "row failures and drops", test_row_errors);
   CU_add_test (s, "request-scope failure and drop", test_request_scope_failure_and_drop);
   CU_add_test (s, "rows answered early are reported as cached", test_answered_rows);
+  CU_add_test (s, "load signals read by a stage", test_load_signals);
   CU_add_test (s, "backpressure: overloaded at entry", test_backpressure_overloaded);
   CU_add_test (s, "a refused request can be submitted again", test_resubmit_after_overload);
   CU_add_test (s, "stop drains requests in flight", test_shutdown_in_flight);
