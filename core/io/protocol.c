@@ -544,6 +544,8 @@ item_status (SedpItemStatus s)
     return SEDP__SERVING__ITEM_RESULT__STATUS__CACHED;
   case SEDP_ITEM_FAILED:
     return SEDP__SERVING__ITEM_RESULT__STATUS__FAILED;
+  case SEDP_ITEM_SHED:
+    return SEDP__SERVING__ITEM_RESULT__STATUS__SHED;
   default:
     return SEDP__SERVING__ITEM_RESULT__STATUS__PENDING;
   }
@@ -627,6 +629,8 @@ response_json (const Sedp__Serving__PredictResponse *resp)
     g_string_append_c (out, '}');
   }
   g_string_append_c (out, ']');
+  if (resp->shed_items)
+    g_string_append_printf (out, ",\"shed_items\":%u", resp->shed_items);
   if (resp->n_top_k) {
     g_string_append (out, ",\"top_k\":[");
     for (gsize k = 0; k < resp->n_top_k; k++)
@@ -709,6 +713,7 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   }
   resp.n_items = n;
   resp.items = item_ptrs;
+  resp.shed_items = sedp_result_get_n_shed (res);
   g_autofree guint32 *top = NULL;
   if (top_k > 0) {
     if (ranked->len > 1) /* an empty array has no data pointer to hand to qsort */

@@ -447,6 +447,11 @@ sedp_result_write_json (SedpRequest *request, const char *const *outputs, GStrin
     }
     json_builder_end_object (b);
   }
+  guint shed = sedp_result_get_n_shed (res);
+  if (shed) {
+    json_builder_set_member_name (b, "shed_items");
+    json_builder_add_int_value (b, shed);
+  }
   json_builder_set_member_name (b, "items");
   json_builder_begin_array (b);
   for (guint i = 0; i < sedp_result_get_n_items (res); i++) {

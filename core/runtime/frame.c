@@ -475,6 +475,13 @@ sedp_frame_drop_row (SedpFrame *frame, guint row)
 }
 
 void
+sedp_frame_shed_row (SedpFrame *frame, guint row)
+{
+  g_return_if_fail (frame != NULL && row < frame->n_rows);
+  frame_mark (frame, row, SEDP_ROW_SHED);
+}
+
+void
 sedp_frame_fail_row (SedpFrame *frame, guint row, const char *message)
 {
   g_return_if_fail (frame != NULL && row < frame->n_rows);

@@ -88,7 +88,9 @@ end_request_early (SedpRequest *r, const char *stage, SedpItemStatus status)
       r->result.item_status[i] = status;
   g_mutex_unlock (&r->lock);
   g_autofree char *msg = g_strdup_printf ("stage '%s' %s the request", stage,
-                                          status == SEDP_ITEM_CACHED ? "answered" : "dropped");
+                                          status == SEDP_ITEM_CACHED ? "answered"
+                                          : status == SEDP_ITEM_SHED ? "shed"
+                                                                     : "dropped");
   sedp_request_complete (r, SEDP_STATUS_OK, msg);
 }
 
@@ -174,7 +176,9 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
         sedp_counter_add (s->m_failed, 1);
         sedp_request_complete (r, SEDP_STATUS_FAILED, msg);
       } else {
-        end_request_early (r, name, st == SEDP_ROW_ANSWERED ? SEDP_ITEM_CACHED : SEDP_ITEM_DROPPED);
+        end_request_early (r, name, st == SEDP_ROW_ANSWERED ? SEDP_ITEM_CACHED
+                                    : st == SEDP_ROW_SHED   ? SEDP_ITEM_SHED
+                                                            : SEDP_ITEM_DROPPED);
       }
       sedp_event_free (ev);
       return;
@@ -187,7 +191,7 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
       SedpRowState st = sedp_frame_get_row_state (f, row);
       if (st == SEDP_ROW_LIVE)
         rows[live++] = row;
-      else if (st == SEDP_ROW_DROPPED)
+      else if (st == SEDP_ROW_DROPPED || st == SEDP_ROW_SHED)
         dropped++;
       else if (st == SEDP_ROW_ANSWERED)
         early[answered++] = row;

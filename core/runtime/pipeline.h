@@ -34,13 +34,15 @@ typedef enum {
 } SedpStatus;
 
 /** SedpItemStatus: what became of one candidate item. PENDING items were not finished (timeout);
- * CACHED items were answered early by a stage (sedp_frame_answer_row()). */
+ * CACHED items were answered early by a stage (sedp_frame_answer_row()); SHED items were shed by
+ * a load shedder (sedp_frame_shed_row()). */
 typedef enum {
   SEDP_ITEM_PENDING = 0,
   SEDP_ITEM_SCORED,
   SEDP_ITEM_DROPPED,
   SEDP_ITEM_FAILED,
   SEDP_ITEM_CACHED,
+  SEDP_ITEM_SHED,
 } SedpItemStatus;
 
 SEDP_API const char *sedp_status_to_string (SedpStatus status);
@@ -106,6 +108,8 @@ SEDP_API const char *sedp_result_get_message (const SedpResult *result);
 SEDP_API guint sedp_result_get_n_items (const SedpResult *result);
 SEDP_API SedpItemStatus sedp_result_get_item_status (const SedpResult *result, guint item);
 SEDP_API const char *sedp_result_get_item_message (const SedpResult *result, guint item);
+/* The number of items shed by a load shedder (status SHED). */
+SEDP_API guint sedp_result_get_n_shed (const SedpResult *result);
 /* Where item @item ended in a sink frame: the frame (borrowed) and *@row; NULL if nowhere. */
 SEDP_API const SedpFrame *sedp_result_get_item_frame (const SedpResult *result, guint item,
                                                       guint *row);

@@ -13,8 +13,8 @@ sedp_status_to_string (SedpStatus status)
 const char *
 sedp_item_status_to_string (SedpItemStatus status)
 {
-  static const char *const names[] = {"pending", "scored", "dropped", "failed", "cached"};
-  return status <= SEDP_ITEM_CACHED ? names[status] : "invalid";
+  static const char *const names[] = {"pending", "scored", "dropped", "failed", "cached", "shed"};
+  return status <= SEDP_ITEM_SHED ? names[status] : "invalid";
 }
 
 SedpRequest *
@@ -268,6 +268,15 @@ sedp_result_get_request_frame (const SedpResult *res)
   return res->request_frame;
 }
 
+guint
+sedp_result_get_n_shed (const SedpResult *res)
+{
+  guint n = 0;
+  for (guint i = 0; i < res->n_items; i++)
+    n += res->item_status[i] == SEDP_ITEM_SHED;
+  return n;
+}
+
 gint64
 sedp_result_get_latency_us (const SedpResult *res)
 {
@@ -302,7 +311,7 @@ set_item (SedpRequest *r, guint item, SedpItemStatus status, const char *message
 {
   SedpResult *res = &r->result;
   if (item >= res->n_items || res->item_status[item] == SEDP_ITEM_FAILED ||
-      res->item_status[item] == SEDP_ITEM_DROPPED)
+      res->item_status[item] == SEDP_ITEM_DROPPED || res->item_status[item] == SEDP_ITEM_SHED)
     return;
   res->item_status[item] = (guint8) status;
   if (message) {
@@ -351,8 +360,8 @@ sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *st
     if (st == SEDP_ROW_LIVE || st == SEDP_ROW_ANSWERED)
       continue; /* answered rows are recorded with their columns (sedp_request_record_answered) */
     guint item = sedp_frame_get_item_index (frame, row);
-    if (st == SEDP_ROW_DROPPED) {
-      set_item (r, item, SEDP_ITEM_DROPPED, NULL);
+    if (st == SEDP_ROW_DROPPED || st == SEDP_ROW_SHED) {
+      set_item (r, item, st == SEDP_ROW_SHED ? SEDP_ITEM_SHED : SEDP_ITEM_DROPPED, NULL);
     } else {
       g_autofree char *msg =
           g_strdup_printf ("stage '%s': %s", stage, sedp_frame_get_row_message (frame, row));

@@ -33,6 +33,8 @@ typedef enum {
  *   with a "failed" status and the message given to sedp_frame_fail_row().
  * @SEDP_ROW_ANSWERED: the row was answered early (from a cache): it is left out of downstream
  *   frames and reported with a "cached" status and the columns the frame had when it left.
+ * @SEDP_ROW_SHED: the row was shed by a load shedder to save work under load (since ABI 1.1):
+ *   like DROPPED, but reported with a "shed" status and counted in the response's shed_items.
  *
  * What became of one row of a frame.
  */
@@ -41,6 +43,7 @@ typedef enum {
   SEDP_ROW_DROPPED,
   SEDP_ROW_FAILED,
   SEDP_ROW_ANSWERED,
+  SEDP_ROW_SHED,
 } SedpRowState;
 
 /**
@@ -288,6 +291,13 @@ SEDP_API guint sedp_frame_get_item_index (const SedpFrame *frame, guint row);
  * Sheds @row: it is left out of the frames the next stages see and reported as dropped.
  */
 SEDP_API void sedp_frame_drop_row (SedpFrame *frame, guint row);
+
+/**
+ * sedp_frame_shed_row:
+ * Sheds @row to save work under load (since ABI 1.1): it is left out of the frames the next
+ * stages see and reported as "shed" (not "dropped", which means filtered out on purpose).
+ */
+SEDP_API void sedp_frame_shed_row (SedpFrame *frame, guint row);
 
 /**
  * sedp_frame_fail_row:

@@ -556,9 +556,14 @@ test_load_signals (void)
     guint row = 0;
     const SedpFrame *f = sedp_result_get_item_frame (result_of (&c, k), 0, &row);
     CU_ASSERT_PTR_NOT_NULL_FATAL (f);
-    CU_ASSERT (int_at (f, "probe_inflight", row) >= 1 && int_at (f, "probe_inflight", row) <= 4);
-    CU_ASSERT (int_at (f, "probe_items_inflight", row) >= 3 &&
-               int_at (f, "probe_items_inflight", row) <= 12);
+    /* Four at once, and the last of the eight before may still be finishing (the completion
+     * callback runs before the request leaves the count). */
+    gint64 reqs = int_at (f, "probe_inflight", row), items = int_at (f, "probe_items_inflight", row);
+    if (reqs < 1 || reqs > 5 || items < 3 || items > 15)
+      fprintf (stderr, "\n  in flight: %" G_GINT64_FORMAT " requests, %" G_GINT64_FORMAT " items\n",
+               reqs, items);
+    CU_ASSERT (reqs >= 1 && reqs <= 5);
+    CU_ASSERT (items >= 3 && items <= 15);
     gint64 down = int_at (f, "probe_downstream_p99_us", row);
     if (down < 20000 || down > 500000)
       fprintf (stderr, "\n  downstream p99 %" G_GINT64_FORMAT " us\n", down);
