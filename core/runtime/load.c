@@ -101,7 +101,8 @@ read_downstream (Stage *s, gint64 now, SedpLoadSnapshot *o)
     double longest = 0;
     for (guint k = 0; k < d->node->n_outputs; k++)
       longest = MAX (longest, path[d->node->outputs[k]]);
-    path[n] = sedp_latency_window_quantile (d->residence, 0.99, now, NULL) + longest;
+    path[n] = sedp_latency_window_quantile_span (d->residence, 0.99, now, SEDP_FAST_SLICES, NULL) +
+              longest;
     o->downstream_queued += sedp_load_queued (d);
     o->downstream_capacity += sedp_load_capacity (d);
   }

@@ -268,6 +268,13 @@ sedp_result_get_request_frame (const SedpResult *res)
   return res->request_frame;
 }
 
+gint64
+sedp_request_get_elapsed_us (const SedpRequest *r)
+{
+  g_return_val_if_fail (r != NULL, 0);
+  return r->started_at ? g_get_monotonic_time () - r->started_at : 0;
+}
+
 guint
 sedp_result_get_n_shed (const SedpResult *res)
 {

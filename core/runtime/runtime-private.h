@@ -137,6 +137,8 @@ struct _SedpPipeline {
 /* The recent past the load signals look at: 20 slices of 100 ms. */
 #define SEDP_RECENT_SLICES 20
 #define SEDP_RECENT_SLICE_US 100000
+/* The downstream residence (a control signal): the last 5 of those slices, 0.5 s. */
+#define SEDP_FAST_SLICES 5
 
 /* Load signals (load.c): a stage's window and snapshot cache, the figures the gauges read. */
 void sedp_load_init_stage (SedpPipeline *p, Stage *s);

@@ -91,17 +91,18 @@ sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 now_u
     __atomic_fetch_add (&s->counts[bucket_of (value_us)], 1, __ATOMIC_RELAXED);
 }
 
-/* Sums the live slices of the window ending at @now_us into @sum (N_BUCKETS); returns the
- * total count. */
+/* Sums the live slices among the last @span of the window ending at @now_us into @sum
+ * (N_BUCKETS); returns the total count. */
 static guint64
-window_sum (SedpLatencyWindow *w, gint64 now_us, guint64 *sum)
+window_sum (SedpLatencyWindow *w, gint64 now_us, guint span, guint64 *sum)
 {
   gint64 epoch = now_us / w->slice_us;
   guint64 total = 0;
+  span = CLAMP (span, 1, w->n_slices);
   for (guint i = 0; i < w->n_slices; i++) {
     Slice *s = &w->slices[i];
     gint64 e = __atomic_load_n (&s->epoch, __ATOMIC_ACQUIRE);
-    if (e < 0 || e > epoch || e <= epoch - (gint64) w->n_slices)
+    if (e < 0 || e > epoch || e <= epoch - (gint64) span)
       continue;
     for (guint b = 0; b < N_BUCKETS; b++) {
       guint64 c = __atomic_load_n (&s->counts[b], __ATOMIC_RELAXED);
@@ -116,14 +117,21 @@ guint64
 sedp_latency_window_count (SedpLatencyWindow *w, gint64 now_us)
 {
   guint64 sum[N_BUCKETS] = {0};
-  return window_sum (w, now_us, sum);
+  return window_sum (w, now_us, w->n_slices, sum);
 }
 
 double
 sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, guint64 *count)
 {
+  return sedp_latency_window_quantile_span (w, q, now_us, w->n_slices, count);
+}
+
+double
+sedp_latency_window_quantile_span (SedpLatencyWindow *w, double q, gint64 now_us, guint span,
+                                   guint64 *count)
+{
   guint64 sum[N_BUCKETS] = {0};
-  guint64 total = window_sum (w, now_us, sum);
+  guint64 total = window_sum (w, now_us, span, sum);
   if (count)
     *count = total;
   if (total == 0)

@@ -28,5 +28,10 @@ void sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 
  * the number of observations in the window. */
 double sedp_latency_window_quantile (SedpLatencyWindow *w, double q, gint64 now_us, guint64 *count);
 
+/* sedp_latency_window_quantile() over the last @span slices only (1 to the window's count): a
+ * signal that forgets a spike sooner. */
+double sedp_latency_window_quantile_span (SedpLatencyWindow *w, double q, gint64 now_us,
+                                          guint span, guint64 *count);
+
 /* The number of observations in the window ending at @now_us (a rate, over the window's span). */
 guint64 sedp_latency_window_count (SedpLatencyWindow *w, gint64 now_us);

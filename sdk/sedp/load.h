@@ -16,8 +16,9 @@ G_BEGIN_DECLS
  * @latency_p99_us: their 99th percentile, likewise
  * @latency_count: the number of requests completed in the window
  * @downstream_p99_us: the time an event spends in the stages after the caller, estimated as
- *   the longest path through them of each stage's windowed 99th percentile of residence (from
- *   entering its queue to leaving its `process`); 0 for a sink or before anything was seen
+ *   the longest path through them of each stage's 99th percentile of residence (from entering
+ *   its queue to leaving its `process`) over the last 0.5 s, a quarter of the window, so that it
+ *   follows the queues closely; 0 for a sink or when nothing passed in that time
  * @downstream_queued: events waiting in the channels of every stage after the caller
  * @downstream_capacity: those channels' capacity (0 in sync mode: there are no channels)
  * @entry_queued: requests waiting in the pipeline's entry (the source stage's channel, or the

@@ -31,6 +31,14 @@ SEDP_API gint64 sedp_request_get_deadline (const SedpRequest *request);
 SEDP_API gint64 sedp_request_get_remaining_us (const SedpRequest *request);
 
 /**
+ * sedp_request_get_elapsed_us:
+ * Returns: microseconds since the request's clock started (for `sedp serve`, when the server
+ * accepted its connection; else its submission): how long it has waited and run so far. The
+ * deadline budget it started with is this plus sedp_request_get_remaining_us(). Since ABI 1.1.
+ */
+SEDP_API gint64 sedp_request_get_elapsed_us (const SedpRequest *request);
+
+/**
  * sedp_request_get_n_items:
  * Returns: the number of candidate items of the request (0 before the source stage ran).
  */

@@ -63,6 +63,12 @@ test_expiry (void)
   double p99 = sedp_latency_window_quantile (w, 0.99, 1600000, &count);
   CU_ASSERT_EQUAL (count, 200);
   CU_ASSERT (p99 >= 50000 && p99 <= 50000 * 1.125);
+  /* The last 3 slices (1.4–1.6 s) hold only the 1 ms ones; a span past the window is the window. */
+  p99 = sedp_latency_window_quantile_span (w, 0.99, 1600000, 3, &count);
+  CU_ASSERT_EQUAL (count, 100);
+  CU_ASSERT (p99 >= 1000 && p99 <= 1000 * 1.125);
+  sedp_latency_window_quantile_span (w, 0.99, 1600000, 99, &count);
+  CU_ASSERT_EQUAL (count, 200);
   /* At 2.15 s the slices of 1.0–1.1 s are gone (the window is 1.2–2.15 s): 1 ms remains. */
   p99 = sedp_latency_window_quantile (w, 0.99, 2150000, &count);
   CU_ASSERT_EQUAL (count, 100);
