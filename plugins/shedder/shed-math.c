@@ -1,0 +1,107 @@
+/* shedder — the arithmetic of load shedding (see shed-math.h). */
+#include "shed-math.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void
+shed_escore_stats (const float *escore, guint n, ShedEscoreStats *out)
+{
+  *out = (ShedEscoreStats) {0};
+  double sum = 0, sum2 = 0;
+  for (guint i = 0; escore && i < n; i++) {
+    double v = escore[i];
+    if (!isfinite (v))
+      continue;
+    out->max = out->n_finite ? MAX (out->max, v) : v;
+    out->min = out->n_finite ? MIN (out->min, v) : v;
+    sum += v;
+    sum2 += v * v;
+    out->n_finite++;
+  }
+  if (out->n_finite == 0)
+    return;
+  out->mean = sum / out->n_finite;
+  out->var = MAX (0.0, sum2 / out->n_finite - out->mean * out->mean);
+}
+
+void
+shed_features (const ShedContext *ctx, const ShedEscoreStats *stats, guint n, float *out)
+{
+  out[SHED_F_QUOTA] = (float) CLAMP (ctx->quota, 0.0, 1.0);
+  out[SHED_F_PREV_CUTOFF] = (float) CLAMP (ctx->prev_cutoff, 0.0, 1.0);
+  out[SHED_F_QUEUE] = (float) ctx->queue;
+  out[SHED_F_ESCORE_MEAN] = (float) stats->mean;
+  out[SHED_F_ESCORE_VAR] = (float) stats->var;
+  out[SHED_F_ESCORE_MAX] = (float) stats->max;
+  out[SHED_F_ESCORE_MIN] = (float) stats->min;
+  out[SHED_F_COUNT] = (float) (log2 ((double) n + 1) / 16);
+  out[SHED_F_BUDGET] = (float) ctx->budget_s;
+}
+
+typedef struct {
+  float key;  /* the escore; -inf for a non-finite one (ordered among themselves by index) */
+  guint index;
+} Keyed;
+
+static int
+keyed_cmp (const void *a, const void *b)
+{
+  const Keyed *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+guint
+shed_order (const float *escore, guint n, guint *order)
+{
+  if (escore == NULL) {
+    for (guint i = 0; i < n; i++)
+      order[i] = i;
+    return 0;
+  }
+  Keyed *k = g_new (Keyed, MAX (n, 1));
+  guint bad = 0;
+  for (guint i = 0; i < n; i++) {
+    gboolean finite = isfinite (escore[i]);
+    bad += !finite;
+    k[i] = (Keyed) {finite ? escore[i] : -INFINITY, i};
+  }
+  qsort (k, n, sizeof *k, keyed_cmp);
+  for (guint i = 0; i < n; i++)
+    order[i] = k[i].index;
+  g_free (k);
+  return bad;
+}
+
+guint
+shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff)
+{
+  keep = isnan (keep) ? 1.0 : CLAMP (keep, 0.0, 1.0);
+  double floor_share = 1.0 - CLAMP (max_cutoff, 0.0, 1.0);
+  /* A fraction from a float32 model is exact to about 1e-7: 0.3f × 10 is 3, not 4. */
+  double slack = 1e-6 * n;
+  guint k = (guint) ceil (keep * n - slack);
+  k = MAX (k, (guint) ceil (floor_share * n - slack));
+  k = MAX (k, min_keep);
+  return MIN (k, n);
+}
+
+void
+shed_control_init (ShedControl *c, double gain, double max_cutoff)
+{
+  *c = (ShedControl) {.gain = gain, .max_cutoff = CLAMP (max_cutoff, 0.0, 1.0)};
+}
+
+double
+shed_control_update (ShedControl *c, double signal, double target, gint64 now_us)
+{
+  double dt = c->last_us ? MIN ((now_us - c->last_us) / 1e6, SHED_CONTROL_MAX_DT) : 0.0;
+  c->last_us = now_us;
+  if (dt <= 0 || !(target > 0) || !isfinite (signal))
+    return c->cutoff;
+  double error = signal / target - 1.0;
+  c->cutoff = CLAMP (c->cutoff + c->gain * error * dt, 0.0, c->max_cutoff);
+  return c->cutoff;
+}

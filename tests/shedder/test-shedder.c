@@ -1,0 +1,296 @@
+/* sedp tests — the shedder: its arithmetic against hand-computed cases (order, features, keep
+ * count, the controller's answer to a load step), then the stage in running pipelines (fixed,
+ * none, a pruning model built here, bad models, NaN escores, requests of 0 and 1 candidates). */
+#include "runtime-helpers.h"
+#include "nn/model.h"
+
+#include "../../plugins/shedder/shed-math.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <unistd.h>
+
+/* ---- arithmetic ---- */
+
+static void
+test_order (void)
+{
+  const float e[] = {0.2f, NAN, 0.9f, 0.2f, INFINITY, 0.5f, -1.0f};
+  guint order[7];
+  CU_ASSERT_EQUAL (shed_order (e, 7, order), 2);
+  const guint want[] = {2, 5, 0, 3, 6, 1, 4}; /* ties and non-finite ones in item order */
+  for (guint i = 0; i < 7; i++)
+    CU_ASSERT_EQUAL (order[i], want[i]);
+  CU_ASSERT_EQUAL (shed_order (NULL, 3, order), 0);
+  CU_ASSERT (order[0] == 0 && order[1] == 1 && order[2] == 2);
+}
+
+static void
+test_features (void)
+{
+  const float e[] = {1.0f, 3.0f, NAN, 2.0f};
+  ShedEscoreStats st;
+  shed_escore_stats (e, 4, &st);
+  CU_ASSERT_EQUAL (st.n_finite, 3);
+  CU_ASSERT_DOUBLE_EQUAL (st.mean, 2.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (st.var, 2.0 / 3.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (st.max, 3.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (st.min, 1.0, 1e-12);
+  ShedContext c = {.quota = 1.5, .prev_cutoff = 0.25, .queue = 0.5, .budget_s = 0.4};
+  float f[SHED_N_FEATURES];
+  shed_features (&c, &st, 255, f);
+  const float want[SHED_N_FEATURES] = {1.0f, 0.25f, 0.5f, 2.0f, 2.0f / 3.0f, 3.0f, 1.0f, 0.5f, 0.4f};
+  for (guint i = 0; i < SHED_N_FEATURES; i++)
+    CU_ASSERT_DOUBLE_EQUAL (f[i], want[i], 1e-6);
+  shed_escore_stats (NULL, 4, &st);
+  CU_ASSERT (st.n_finite == 0 && st.mean == 0 && st.max == 0);
+}
+
+static void
+test_keep_count (void)
+{
+  CU_ASSERT_EQUAL (shed_keep_count (0.5, 10, 0, 0.9), 5);
+  CU_ASSERT_EQUAL (shed_keep_count (0.31, 10, 0, 0.9), 4);   /* ceil */
+  CU_ASSERT_EQUAL (shed_keep_count (0.3, 10, 0, 0.9), 3);    /* 0.3 × 10 is 3, not 4 */
+  CU_ASSERT_EQUAL (shed_keep_count (0.3f, 10, 0, 0.9), 3);   /* nor is a float32 0.3 */
+  CU_ASSERT_EQUAL (shed_keep_count (0.0, 10, 0, 0.9), 1);    /* max_cutoff keeps 10 % */
+  CU_ASSERT_EQUAL (shed_keep_count (0.0, 10, 0, 1.0), 0);
+  CU_ASSERT_EQUAL (shed_keep_count (0.1, 500, 10, 0.95), 50);
+  CU_ASSERT_EQUAL (shed_keep_count (0.01, 500, 10, 0.95), 25); /* 5 % of 500 */
+  CU_ASSERT_EQUAL (shed_keep_count (0.01, 500, 30, 0.95), 30); /* min_keep */
+  CU_ASSERT_EQUAL (shed_keep_count (0.5, 8, 10, 0.9), 8);      /* min_keep past n */
+  CU_ASSERT_EQUAL (shed_keep_count (NAN, 8, 0, 0.9), 8);
+  CU_ASSERT_EQUAL (shed_keep_count (7.0, 8, 0, 0.9), 8);
+}
+
+/* A load step: the signal at twice the target for 0.5 s, then at half of it. With a gain of 2
+ * per second the cutoff rises by 0.02 per 10 ms step (to 0.9 at most), then falls by 0.01. */
+static void
+test_control_step (void)
+{
+  ShedControl c;
+  shed_control_init (&c, 2.0, 0.9);
+  gint64 t = 1000000;
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_update (&c, 200, 100, t), 0, 1e-12); /* first: no dt */
+  for (guint i = 1; i <= 25; i++)
+    shed_control_update (&c, 200, 100, t + i * 10000);
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.5, 1e-9);
+  for (guint i = 26; i <= 60; i++)
+    shed_control_update (&c, 200, 100, t + i * 10000);
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.9, 1e-9); /* held at max_cutoff */
+  for (guint i = 61; i <= 80; i++)
+    shed_control_update (&c, 50, 100, t + i * 10000);
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.7, 1e-9);
+  shed_control_update (&c, 0, 100, t + 10000000); /* after a pause: one step of 50 ms at most */
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.6, 1e-9);
+  for (guint i = 1; i <= 200; i++)
+    shed_control_update (&c, 0, 100, t + 10000000 + i * 10000);
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
+  shed_control_update (&c, NAN, 100, t + 20000000);
+  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
+}
+
+/* ---- the stage in a pipeline ---- */
+
+static const char *pipeline_head =
+    "[pipeline]\ndeadline_ms = 30000\nframe_rows = 4\n"
+    "[stage reader]\nplugin = passthrough\nscope = request\n"
+    "[stage cands]\nplugin = passthrough\nafter = reader\n"
+    "[stage shed]\nplugin = shedder\nafter = cands\n";
+static const char *pipeline_tail = "[stage final]\nplugin = passthrough\nafter = shed\n";
+
+/* A request of @n items with escores @e (NULL: no escore column). */
+static SedpRequest *
+shed_request (const char *id, guint n, const float *e)
+{
+  SedpRequest *r = make_request (id, 1, n, 0);
+  if (e) {
+    SedpFrame *items = sedp_frame_new (n);
+    gint64 *ids = sedp_column_int64_data (sedp_frame_add_column (items, "item_id", SEDP_COLUMN_INT64, 1));
+    float *es = sedp_column_float32_data (sedp_frame_add_column (items, "escore", SEDP_COLUMN_FLOAT32, 1));
+    for (guint i = 0; i < n; i++) {
+      ids[i] = 1000 + i;
+      es[i] = e[i];
+    }
+    sedp_request_set_frames (r, NULL, items);
+  }
+  return r;
+}
+
+/* Runs one request through a shedder with the options @opts; returns its result (the request
+ * stays referenced by the collector). */
+static const SedpResult *
+run_one (Collector *c, SedpPipeline **pp, const char *opts, guint n, const float *e)
+{
+  g_autofree char *text = g_strconcat (pipeline_head, opts, pipeline_tail, NULL);
+  *pp = start_pipeline (text);
+  SedpRequest *r = shed_request ("r", n, e);
+  CU_ASSERT_EQUAL (sedp_pipeline_submit (*pp, r, collector_done, c), SEDP_STATUS_OK);
+  sedp_request_unref (r);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (c, c->done->len + 1, 10), c->done->len);
+  return sedp_request_get_result (c->done->pdata[c->done->len - 1]);
+}
+
+static void
+test_fixed_sheds_lowest (void)
+{
+  const float e[] = {0.3f, 0.9f, NAN, 0.1f, 0.8f, 0.5f, 0.7f, 0.2f, 0.6f, 0.4f};
+  Collector c;
+  collector_init (&c);
+  SedpPipeline *p;
+  const SedpResult *res = run_one (&c, &p, "policy = fixed\nfixed_keep = 0.5\nmin_keep = 2\n", 10, e);
+  CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+  for (guint i = 0; i < 10; i++) {
+    gboolean kept = i == 1 || i == 4 || i == 6 || i == 8 || i == 5; /* the five best escores */
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i), kept ? SEDP_ITEM_SCORED : SEDP_ITEM_SHED);
+  }
+  CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 5);
+  SedpMetrics *m = sedp_pipeline_get_metrics (p);
+  CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "shed", "shedder_shed_items_total", NULL)), 5);
+  CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "shed", "shedder_bad_escores_total", NULL)), 1);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
+/* Without an escore column the candidates keep their order: the last ones go; none sheds
+ * nothing; 0 and 1 candidates pass untouched. */
+static void
+test_no_escore_none_and_tiny (void)
+{
+  Collector c;
+  collector_init (&c);
+  SedpPipeline *p;
+  const SedpResult *res = run_one (&c, &p, "policy = fixed\nfixed_keep = 0.25\nmin_keep = 0\n", 8, NULL);
+  for (guint i = 0; i < 8; i++)
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i), i < 2 ? SEDP_ITEM_SCORED : SEDP_ITEM_SHED);
+  sedp_pipeline_free (p);
+  const float e[] = {0.5f, 0.1f, 0.9f};
+  res = run_one (&c, &p, "policy = none\n", 3, e);
+  CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 0);
+  sedp_pipeline_free (p);
+  res = run_one (&c, &p, "policy = fixed\nfixed_keep = 0\nmin_keep = 0\nmax_cutoff = 1\n", 1, e);
+  CU_ASSERT_EQUAL (sedp_result_get_item_status (res, 0), SEDP_ITEM_SCORED);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
+/* A pruning model: Gemm of the features with weights @w (SHED_N_FEATURES) and bias @b, then
+ * Sigmoid when @sigmoid; input width @width. Written to a temporary file, returned. */
+static char *
+write_model (const float *w, float b, gboolean sigmoid, gint64 width)
+{
+  SedpNnModel *m = sedp_nn_model_new (13, "test-shedder");
+  const char *dim[] = {"N", NULL};
+  gint64 in_dims[] = {-1, width}, out_dims[] = {-1, 1}, w_dims[] = {width, 1}, b_dims[] = {1};
+  sedp_nn_model_add_input (m, "features", SEDP_NN_FLOAT, 2, in_dims, dim);
+  sedp_nn_model_add_output (m, "keep", SEDP_NN_FLOAT, 2, out_dims, dim);
+  SedpNnTensor *wt = sedp_nn_tensor_new ("w", SEDP_NN_FLOAT, 2, w_dims);
+  for (gint64 i = 0; i < width; i++)
+    ((float *) wt->data)[i] = i < SHED_N_FEATURES ? w[i] : 0;
+  SedpNnTensor *bt = sedp_nn_tensor_new ("b", SEDP_NN_FLOAT, 1, b_dims);
+  ((float *) bt->data)[0] = b;
+  sedp_nn_model_add_initializer (m, wt);
+  sedp_nn_model_add_initializer (m, bt);
+  const char *gin[] = {"features", "w", "b", NULL}, *gout[] = {sigmoid ? "z" : "keep", NULL};
+  sedp_nn_model_add_node (m, "Gemm", "fc", gin, gout);
+  if (sigmoid) {
+    const char *sin[] = {"z", NULL}, *sout[] = {"keep", NULL};
+    sedp_nn_model_add_node (m, "Sigmoid", "out", sin, sout);
+  }
+  char *path = NULL;
+  int fd = g_file_open_tmp ("shedder-XXXXXX.onnx", &path, NULL);
+  close (fd);
+  g_autoptr (GError) error = NULL;
+  CU_ASSERT_TRUE (sedp_nn_model_save (m, path, &error));
+  sedp_nn_model_unref (m);
+  return path;
+}
+
+/* The model's output is the keep fraction: a constant 0.3 keeps 3 of 10; one that reads the
+ * escore max (0.9 here) through the features keeps 9. */
+static void
+test_dnn_policy (void)
+{
+  const float e[] = {0.3f, 0.9f, 0.0f, 0.1f, 0.8f, 0.5f, 0.7f, 0.2f, 0.6f, 0.4f};
+  float w[SHED_N_FEATURES] = {0};
+  g_autofree char *constant = write_model (w, 0.3f, FALSE, SHED_N_FEATURES);
+  w[SHED_F_ESCORE_MAX] = 1.0f;
+  g_autofree char *by_max = write_model (w, 0.0f, FALSE, SHED_N_FEATURES);
+  Collector c;
+  collector_init (&c);
+  SedpPipeline *p;
+  g_autofree char *o1 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", constant);
+  const SedpResult *res = run_one (&c, &p, o1, 10, e);
+  CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 7);
+  for (guint i = 0; i < 10; i++) /* kept: 0.9, 0.8, 0.7 */
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i),
+                     i == 1 || i == 4 || i == 6 ? SEDP_ITEM_SCORED : SEDP_ITEM_SHED);
+  sedp_pipeline_free (p);
+  g_autofree char *o2 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", by_max);
+  res = run_one (&c, &p, o2, 10, e);
+  CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 1);
+  CU_ASSERT_EQUAL (sedp_result_get_item_status (res, 2), SEDP_ITEM_SHED);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+  g_unlink (constant);
+  g_unlink (by_max);
+}
+
+/* The error a pipeline with these shedder options fails to start with. */
+static GError *
+start_error (const char *opts)
+{
+  g_autofree char *text = g_strconcat (pipeline_head, opts, pipeline_tail, NULL);
+  GError *error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), "test.pipeline", &error);
+  SedpGraph *graph = spec ? sedp_graph_compile (spec, runtime_registry (), &error) : NULL;
+  SedpPipeline *p = graph ? sedp_pipeline_new (graph, &error) : NULL;
+  if (p)
+    sedp_pipeline_free (p);
+  return error;
+}
+
+/* A model of the wrong width or output, or not a model: an error at start naming the stage and
+ * the tensor; a missing file: the control policy instead, with a warning; a bad option value:
+ * the schema's error. */
+static void
+test_bad_models_and_options (void)
+{
+  float w[SHED_N_FEATURES] = {0};
+  g_autofree char *narrow = write_model (w, 0.5f, FALSE, 5);
+  g_autofree char *o = g_strdup_printf ("policy = dnn\nmodel = %s\n", narrow);
+  g_autoptr (GError) e1 = start_error (o);
+  SEDP_ASSERT_ERROR (e1, SEDP_RUNTIME_ERROR, "[stage shed]", "input 'features'", "[-1, 5]", "[N, 9]");
+  g_autofree char *junk = NULL;
+  int fd = g_file_open_tmp ("shedder-XXXXXX.onnx", &junk, NULL);
+  CU_ASSERT_EQUAL (write (fd, "not a model", 11), 11);
+  close (fd);
+  g_autofree char *o2 = g_strdup_printf ("policy = dnn\nmodel = %s\n", junk);
+  g_autoptr (GError) e2 = start_error (o2);
+  CU_ASSERT_PTR_NOT_NULL (e2);
+  g_autoptr (GError) e3 = start_error ("policy = dnn\nmodel = /nonexistent/shedder.onnx\n");
+  CU_ASSERT_PTR_NULL (e3);
+  g_autoptr (GError) e4 = start_error ("policy = smart\n");
+  SEDP_ASSERT_ERROR (e4, SEDP_DSL_ERROR, "policy", "smart");
+  g_autoptr (GError) e5 = start_error ("fixed_keep = 1.5\n");
+  SEDP_ASSERT_ERROR (e5, SEDP_DSL_ERROR, "fixed_keep");
+  g_unlink (narrow);
+  g_unlink (junk);
+}
+
+int
+main (void)
+{
+  if (CU_initialize_registry () != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite ("shedder", NULL, NULL);
+  CU_add_test (s, "candidates ordered by escore, NaN last", test_order);
+  CU_add_test (s, "features by hand", test_features);
+  CU_add_test (s, "keep count and its floors", test_keep_count);
+  CU_add_test (s, "the controller's answer to a load step", test_control_step);
+  CU_add_test (s, "fixed sheds the lowest escores", test_fixed_sheds_lowest);
+  CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
+  CU_add_test (s, "the pruning model decides", test_dnn_policy);
+  CU_add_test (s, "bad models and options", test_bad_models_and_options);
+  return sedp_test_run ();
+}
