@@ -3,6 +3,7 @@
  * none, a pruning model built here, bad models, NaN escores, requests of 0 and 1 candidates). */
 #include "runtime-helpers.h"
 #include "nn/model.h"
+#include "shed/labels.h"
 
 #include "../../plugins/shedder/shed-math.h"
 
@@ -88,6 +89,64 @@ test_control_step (void)
   CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
   shed_control_update (&c, NAN, 100, t + 20000000);
   CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
+}
+
+/* ---- training labels ---- */
+
+/* A curve of @n candidates in escore order 0, 1, …, whose full top 2 are @a (best) and @b. */
+static void
+curve_top2 (SedpShedCurve *c, guint n, guint a, guint b)
+{
+  g_autofree float *e = g_new (float, n), *sc = g_new0 (float, n);
+  for (guint i = 0; i < n; i++)
+    e[i] = (float) (n - i);
+  sc[a] = 2;
+  sc[b] = 1;
+  sedp_shed_curve_init (c, e, sc, n, 2);
+}
+
+static void
+test_recall_curve (void)
+{
+  SedpShedCurve c;
+  const float e[] = {0.9f, NAN, 0.7f, 0.6f, 0.5f, 0.4f}, sc[] = {0.1f, 0.5f, 0.2f, 0.3f, 0.8f, 0.0f};
+  sedp_shed_curve_init (&c, e, sc, 6, 2); /* top 2: items 4 and 1; escore order 0 2 3 4 5 1 */
+  CU_ASSERT (c.k == 2 && c.pos[0] == 3 && c.pos[1] == 5);
+  CU_ASSERT_DOUBLE_EQUAL (sedp_shed_curve_recall (&c, 3), 0.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (sedp_shed_curve_recall (&c, 4), 0.5, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (sedp_shed_curve_recall (&c, 6), 1.0, 1e-12);
+  CU_ASSERT_EQUAL (sedp_shed_curve_min_keep (&c, 0.0), 0);
+  CU_ASSERT_EQUAL (sedp_shed_curve_min_keep (&c, 0.5), 4);
+  CU_ASSERT_EQUAL (sedp_shed_curve_min_keep (&c, 0.6), 6);
+  sedp_shed_curve_clear (&c);
+}
+
+/* Two requests of 10: the first's top 2 at escore positions 0 and 9 (hard), the second's at 1
+ * and 2 (easy). Levels (mean share): r = 0: 0; r = 1/2: (0.1 + 0.2) / 2 = 0.15; r = 1:
+ * (1.0 + 0.3) / 2 = 0.65; everything: 1. */
+static void
+test_labels (void)
+{
+  SedpShedCurve c[2];
+  curve_top2 (&c[0], 10, 0, 9);
+  curve_top2 (&c[1], 10, 1, 2);
+  double l[2];
+  sedp_shed_labels (c, 2, 0.4, 0, 1.0, l); /* between r = 1/2 and 1, weight 0.5 */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.55, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.25, 1e-9);
+  sedp_shed_labels (c, 2, 0.8, 0, 1.0, l); /* between r = 1 and everything, weight 3/7 */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 1.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.6, 1e-9);
+  sedp_shed_labels (c, 2, 1.0, 0, 1.0, l);
+  CU_ASSERT (l[0] == 1.0 && l[1] == 1.0);
+  sedp_shed_labels (c, 2, 0.05, 0, 1.0, l); /* between 0 and r = 1/2, weight 1/3 */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.1 / 3, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2 / 3, 1e-9);
+  sedp_shed_labels (c, 2, 0.1, 2, 0.9, l); /* under the floors (2 of 10): the floors */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.2, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2, 1e-9);
+  sedp_shed_curve_clear (&c[0]);
+  sedp_shed_curve_clear (&c[1]);
 }
 
 /* ---- the stage in a pipeline ---- */
@@ -288,6 +347,8 @@ main (void)
   CU_add_test (s, "features by hand", test_features);
   CU_add_test (s, "keep count and its floors", test_keep_count);
   CU_add_test (s, "the controller's answer to a load step", test_control_step);
+  CU_add_test (s, "recall curve", test_recall_curve);
+  CU_add_test (s, "training labels by hand", test_labels);
   CU_add_test (s, "fixed sheds the lowest escores", test_fixed_sheds_lowest);
   CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
   CU_add_test (s, "the pruning model decides", test_dnn_policy);

@@ -1,0 +1,57 @@
+/* sedp — the pruning DNN's training labels (docs/load-shedding.md#training): for each recorded
+ * request, how its recall of the full model's top K grows with the share of candidates kept in
+ * escore order, and, for a load level (quota), the share each request should keep. */
+#pragma once
+
+#include <sedp/macros.h>
+
+G_BEGIN_DECLS
+
+/**
+ * SedpShedCurve:
+ * @n: the request's candidates
+ * @k: the size of its full top K (min (top_k, n))
+ * @pos: (array length=k): where each of the full top K stands in escore order (0 = best
+ *   escore), ascending
+ *
+ * One request's recall curve: keeping the first `keep` candidates in escore order keeps the
+ * top-K items whose position is below `keep`. Free with sedp_shed_curve_clear().
+ */
+typedef struct {
+  guint n;
+  guint k;
+  guint *pos;
+} SedpShedCurve;
+
+/* Builds the curve of a request of @n candidates from their escores (the shedder's order:
+ * NaN and infinite last) and the full model's @score (its top K: highest first, NaN last, ties
+ * in item order). */
+SEDP_API void sedp_shed_curve_init (SedpShedCurve *curve, const float *escore, const float *score,
+                                    guint n, guint top_k);
+SEDP_API void sedp_shed_curve_clear (SedpShedCurve *curve);
+
+/* The recall of the full top K when the first @keep candidates are kept (1 when k is 0). */
+SEDP_API double sedp_shed_curve_recall (const SedpShedCurve *curve, guint keep);
+
+/* The fewest candidates to keep for a recall of at least @recall. */
+SEDP_API guint sedp_shed_curve_min_keep (const SedpShedCurve *curve, double recall);
+
+/**
+ * sedp_shed_labels:
+ * @curves: (array length=n_curves): the workload's requests
+ * @quota: the share of all candidates the pipeline can afford (0..1)
+ * @min_keep: @max_cutoff: the shedder's floors (no label keeps fewer)
+ * @labels: (out) (array length=n_curves): each request's keep share
+ *
+ * The labels of one load level. Recall targets r = j / K (j = 0 … K) each give every request
+ * its smallest keep share reaching r (the floors applied), and "keep everything" is the last
+ * level; the mean share of these levels grows with r. The labels are the two neighbouring
+ * levels whose mean shares bracket @quota, mixed by one common weight so that their mean is
+ * @quota: every request is held to the same recall target, and the lower the quota, the lower
+ * the target. A quota of 1 keeps everything; one below what the floors keep gives the floors.
+ * Requests of K = 0 (no candidates) get 1.
+ */
+SEDP_API void sedp_shed_labels (const SedpShedCurve *curves, guint n_curves, double quota,
+                                guint min_keep, double max_cutoff, double *labels);
+
+G_END_DECLS
