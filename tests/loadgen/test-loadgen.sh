@@ -1,7 +1,8 @@
 #!/usr/bin/env sh
 # (env first: under the valgrind test setup, valgrind then checks env, not the shell.)
-# sedp bench: a short closed-loop run against `sedp serve` (JSON and protobuf) and one in process;
-# checks the RESULT lines (requests > 0, errors = 0) and the argument errors.
+# sedp bench: a short closed-loop run against `sedp serve` (JSON and protobuf), an open-loop one and
+# a staircase, and one in process; checks the RESULT lines (requests > 0, errors = 0) and the
+# argument errors.
 # Usage: test-loadgen.sh SEDP_BINARY   (SEDP_PLUGIN_PATH set by meson)
 set -eu
 sedp=$1
@@ -75,6 +76,22 @@ check_results "$tmp/builtin.out"
 "$sedp" bench "$base/v1/pipelines/nope:predict" -c 2 -d 0.3 -q > "$tmp/404.out" 2>&1 || fail "bench (404) failed"
 grep -q '^RESULT errors=[1-9]' "$tmp/404.out" || { cat "$tmp/404.out"; fail "404s not counted as errors"; }
 
+# Open loop: Poisson arrivals at 200/s, the open loop's RESULT keys.
+"$sedp" bench "$url" --rate 200 --duration 0.5 --requests "$tmp/requests.jsonl" --format protobuf \
+  > "$tmp/open.out" 2> "$tmp/open.err" || { cat "$tmp/open.err" >&2; fail "bench --rate exited with an error"; }
+check_results "$tmp/open.out"
+grep -q '^RESULT rate=200.0 duration_s=0.5$' "$tmp/open.out" || fail "no rate line"
+awk -F= '/^RESULT offered_rps=/ { if ($2 + 0 <= 0) exit 1 }' "$tmp/open.out" || fail "nothing offered"
+grep -q '^RESULT answered_share=1.0000$' "$tmp/open.out" || fail "not every request answered"
+grep -q '^RESULT late_sends=[0-9]*$' "$tmp/open.out" || fail "no late_sends"
+grep -q '^RESULT status_200=[1-9]' "$tmp/open.out" || fail "no status_200 count"
+
+# A staircase: a block of keys per step.
+"$sedp" bench "$url" --rate-steps 100,300 --duration 0.3 -q > "$tmp/steps.out" 2>&1 || fail "bench --rate-steps failed"
+grep -q '^RESULT steps=2$' "$tmp/steps.out" || { cat "$tmp/steps.out"; fail "no steps line"; }
+grep -q '^RESULT step2_rate=300.0 step2_duration_s=0.3$' "$tmp/steps.out" || { cat "$tmp/steps.out"; fail "no step 2"; }
+grep -q '^RESULT step2_errors=0$' "$tmp/steps.out" || { cat "$tmp/steps.out"; fail "step 2 had errors"; }
+
 kill "$server"
 wait "$server" || true
 server=
@@ -85,7 +102,8 @@ server=
 check_results "$tmp/inproc.out"
 
 # Bad arguments: one clear error, exit status 2.
-for args in "" "--concurrency 0 $url" "--duration -1 $url" "--format xml $url" "$url extra"; do
+for args in "" "--concurrency 0 $url" "--duration -1 $url" "--format xml $url" "$url extra" "--rate 0 $url" \
+  "--rate-steps 1,x $url" "--find-capacity $url"; do
   if "$sedp" bench $args > "$tmp/bad.out" 2>&1; then fail "bench $args succeeded"; else rc=$?; fi
   [ $rc -eq 2 ] || { cat "$tmp/bad.out"; fail "bench $args: exit status $rc, expected 2"; }
   grep -q '^sedp bench: ' "$tmp/bad.out" || { cat "$tmp/bad.out"; fail "bench $args: no error message"; }
