@@ -20,6 +20,7 @@ static const Command commands[] = {
   {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth, split"},
   {"run", sedp_cmd_run, "Score a file of requests offline"},
   {"serve", sedp_cmd_serve, "Serve pipelines over HTTP"},
+  {"shed", sedp_cmd_shed, "The load shedder: train its pruning DNN"},
 };
 
 void

@@ -4,6 +4,7 @@
 #include "runtime-helpers.h"
 #include "nn/model.h"
 #include "shed/labels.h"
+#include "shed/train.h"
 
 #include "../../plugins/shedder/shed-math.h"
 
@@ -147,6 +148,121 @@ test_labels (void)
   CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2, 1e-9);
   sedp_shed_curve_clear (&c[0]);
   sedp_shed_curve_clear (&c[1]);
+}
+
+/* ---- training ---- */
+
+/* A pipeline whose "model" is log1p of the items' `truth`: the full scores are known here. */
+static const char *train_pipeline =
+    "[pipeline]\ndeadline_ms = 30000\n"
+    "[stage reader]\nplugin = passthrough\nscope = request\n"
+    "[stage cands]\nplugin = passthrough\nafter = reader\n"
+    "[stage shed]\nplugin = shedder\nafter = cands\npolicy = fixed\nfixed_keep = 0.1\n"
+    "min_keep = 3\nmax_cutoff = 0.8\n"
+    "[stage model]\nplugin = feature_processor\nafter = shed\nlog1p = score=truth\n";
+
+/* Writes @text to a temporary file; returns its path. */
+static char *
+temp_file (const char *name, const char *text)
+{
+  char *path = NULL;
+  int fd = g_file_open_tmp (name, &path, NULL);
+  close (fd);
+  g_file_set_contents (path, text, -1, NULL);
+  return path;
+}
+
+/* Requests (sedp run's JSON Lines) of 20 items: truth = i; escore = i in request 0 (perfect),
+ * 19 − i in request 1 (reversed), i with items 0 and 1 swapped in request 2. */
+static char *
+train_requests (void)
+{
+  g_autoptr (GString) t = g_string_new (NULL);
+  for (guint q = 0; q < 3; q++) {
+    g_string_append_printf (t, "{\"id\": \"t%u\", \"items\": [", q);
+    for (guint i = 0; i < 20; i++) {
+      guint e = q == 1 ? 19 - i : q == 2 && i < 2 ? 1 - i : i;
+      g_string_append_printf (t, "%s{\"item_id\": %u, \"truth\": %u.0, \"escore\": %u.0}",
+                              i ? ", " : "", i, i, e);
+    }
+    g_string_append (t, "]}\n");
+  }
+  return temp_file ("shed-requests-XXXXXX.jsonl", t->str);
+}
+
+/* The workload run unshed (the fixed policy of the file would keep 2 of 20), its floors read
+ * from the shedder; the labels' mean is the quota; the model runs in the engine. */
+static void
+test_train (void)
+{
+  g_autofree char *pl = temp_file ("shed-XXXXXX.pipeline", train_pipeline);
+  g_autofree char *rq = train_requests ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpShedWorkload) w = sedp_shed_collect (pl, rq, SEDP_REQUEST_FORMAT_AUTO, "score",
+                                                      "escore", &error);
+  if (error)
+    fprintf (stderr, "\n  %s\n", error->message);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (w);
+  CU_ASSERT_EQUAL (w->requests->len, 3);
+  CU_ASSERT (w->min_keep == 3 && fabs (w->max_cutoff - 0.8) < 1e-12 && w->deadline_ms == 30000);
+  for (guint q = 0; q < w->requests->len; q++) {
+    const SedpShedRequest *r = g_ptr_array_index (w->requests, q);
+    CU_ASSERT_EQUAL (r->n, 20); /* nothing shed */
+    CU_ASSERT_DOUBLE_EQUAL (r->score[7], log1p (7.0), 1e-5);
+  }
+  SedpShedTrainOptions opt;
+  sedp_shed_train_options_init (&opt);
+  opt.top_k = 2;
+  opt.levels = 4;
+  opt.epochs = 30;
+  SedpShedTrainReport rep;
+  g_autoptr (SedpNnModel) m = sedp_shed_train (w, &opt, &rep, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+  CU_ASSERT (rep.n_requests == 3 && rep.n_samples == 3 * 4 * 4 && rep.n_parameters == 305);
+  CU_ASSERT (rep.final_loss < rep.initial_loss);
+  /* Quota 1: all kept, full recall. Request 1 (reversed) needs everything for its top 2, so
+   * at 0.75 the other two keep what is left over the floors. */
+  CU_ASSERT_DOUBLE_EQUAL (rep.levels[0].label_keep, 1.0, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (rep.levels[0].label_recall, 1.0, 1e-9);
+  for (guint l = 1; l < rep.n_levels; l++)
+    CU_ASSERT (fabs (rep.levels[l].label_keep - rep.levels[l].quota) <= 0.05 + 1e-9);
+  /* The model is one the engine compiles. */
+  SedpNnPlan *plan = sedp_nn_plan_new (m, 4, &error);
+  CU_ASSERT_PTR_NOT_NULL (plan);
+  sedp_nn_plan_free (plan);
+  sedp_shed_train_report_clear (&rep);
+  g_unlink (pl);
+  g_unlink (rq);
+}
+
+/* An empty or missing workload, or results without the escore: errors, naming what. */
+static void
+test_train_bad_workloads (void)
+{
+  g_autofree char *pl = temp_file ("shed-XXXXXX.pipeline", train_pipeline);
+  g_autofree char *empty = temp_file ("shed-empty-XXXXXX.jsonl", "");
+  g_autofree char *one = temp_file ("shed-one-XXXXXX.jsonl",
+                                    "{\"id\": \"a\", \"items\": [{\"item_id\": 1, \"truth\": 1.0, \"escore\": 1.0}]}\n");
+  g_autofree char *noes = temp_file ("shed-noes-XXXXXX.jsonl",
+                                     "{\"id\": \"b\", \"items\": [{\"item_id\": 1, \"truth\": 1.0}, {\"item_id\": 2, \"truth\": 2.0}]}\n");
+  GError *e = NULL;
+  CU_ASSERT_PTR_NULL (sedp_shed_collect (pl, empty, SEDP_REQUEST_FORMAT_AUTO, "score", "escore", &e));
+  SEDP_ASSERT_ERROR (e, SEDP_SHED_ERROR, "no request of two or more candidates");
+  g_clear_error (&e);
+  CU_ASSERT_PTR_NULL (sedp_shed_collect (pl, one, SEDP_REQUEST_FORMAT_AUTO, "score", "escore", &e));
+  SEDP_ASSERT_ERROR (e, SEDP_SHED_ERROR, "1 requests had fewer");
+  g_clear_error (&e);
+  CU_ASSERT_PTR_NULL (sedp_shed_collect (pl, noes, SEDP_REQUEST_FORMAT_AUTO, "score", "escore", &e));
+  SEDP_ASSERT_ERROR (e, SEDP_SHED_ERROR, "request 'b'", "no float32 column 'escore'");
+  g_clear_error (&e);
+  CU_ASSERT_PTR_NULL (sedp_shed_collect (pl, "/nonexistent/requests.jsonl", SEDP_REQUEST_FORMAT_AUTO,
+                                         "score", "escore", &e));
+  CU_ASSERT_PTR_NOT_NULL (e);
+  g_clear_error (&e);
+  g_unlink (pl);
+  g_unlink (empty);
+  g_unlink (one);
+  g_unlink (noes);
 }
 
 /* ---- the stage in a pipeline ---- */
@@ -349,6 +465,8 @@ main (void)
   CU_add_test (s, "the controller's answer to a load step", test_control_step);
   CU_add_test (s, "recall curve", test_recall_curve);
   CU_add_test (s, "training labels by hand", test_labels);
+  CU_add_test (s, "training on a known workload", test_train);
+  CU_add_test (s, "training refuses bad workloads", test_train_bad_workloads);
   CU_add_test (s, "fixed sheds the lowest escores", test_fixed_sheds_lowest);
   CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
   CU_add_test (s, "the pruning model decides", test_dnn_policy);

@@ -1,0 +1,161 @@
+/* sedp — `sedp shed train`: samples, fit and evaluation (see train.h). */
+#include "train.h"
+
+#include "labels.h"
+#include "mlp.h"
+
+#include "../../plugins/shedder/shed-math.h"
+
+#include <math.h>
+
+static const guint hidden[] = {16, 8};
+
+void
+sedp_shed_train_options_init (SedpShedTrainOptions *opt)
+{
+  *opt = (SedpShedTrainOptions) {.top_k = 10, .levels = 10, .copies = 4, .epochs = 300, .seed = 1};
+}
+
+void
+sedp_shed_train_report_clear (SedpShedTrainReport *r)
+{
+  g_free (r->levels);
+  *r = (SedpShedTrainReport) {0};
+}
+
+static double
+quota_of (const SedpShedTrainOptions *opt, guint level)
+{
+  return 1.0 - (double) level / opt->levels;
+}
+
+/* Features of request @q at @quota; the ones the labels do not depend on drawn from @rand
+ * (NULL: their typical values). */
+static void
+sample_features (const SedpShedRequest *q, double quota, double deadline_s, GRand *rand, float *out)
+{
+  ShedEscoreStats st;
+  shed_escore_stats (q->escore, q->n, &st);
+  ShedContext c = {
+    .quota = quota,
+    .prev_cutoff = CLAMP (1.0 - quota + (rand ? g_rand_double_range (rand, -0.1, 0.1) : 0), 0, 1),
+    .queue = rand ? g_rand_double (rand) : 0.0,
+    .budget_s = deadline_s * (rand ? g_rand_double_range (rand, 0.3, 1.0) : 0.65),
+  };
+  shed_features (&c, &st, q->n, out);
+}
+
+typedef struct {
+  GArray *x;      /* float, SHED_N_FEATURES per sample */
+  GArray *y;      /* float */
+  SedpShedCurve *curves;
+  double **labels; /* per level, per request */
+} Samples;
+
+static void
+samples_build (Samples *s, const SedpShedWorkload *w, const SedpShedTrainOptions *opt)
+{
+  guint n = w->requests->len;
+  s->x = g_array_new (FALSE, FALSE, sizeof (float));
+  s->y = g_array_new (FALSE, FALSE, sizeof (float));
+  s->curves = g_new0 (SedpShedCurve, n);
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    sedp_shed_curve_init (&s->curves[i], q->escore, q->score, q->n, opt->top_k);
+  }
+  g_autoptr (GRand) rand = g_rand_new_with_seed ((guint32) opt->seed);
+  s->labels = g_new0 (double *, opt->levels);
+  for (guint l = 0; l < opt->levels; l++) {
+    s->labels[l] = g_new (double, n);
+    sedp_shed_labels (s->curves, n, quota_of (opt, l), w->min_keep, w->max_cutoff, s->labels[l]);
+    for (guint i = 0; i < n; i++)
+      for (guint k = 0; k < opt->copies; k++) {
+        float f[SHED_N_FEATURES], y = (float) s->labels[l][i];
+        sample_features (g_ptr_array_index (w->requests, i), quota_of (opt, l),
+                         w->deadline_ms / 1000.0, rand, f);
+        g_array_append_vals (s->x, f, SHED_N_FEATURES);
+        g_array_append_val (s->y, y);
+      }
+  }
+}
+
+static void
+samples_clear (Samples *s, guint n_requests, guint levels)
+{
+  for (guint i = 0; i < n_requests; i++)
+    sedp_shed_curve_clear (&s->curves[i]);
+  for (guint l = 0; l < levels; l++)
+    g_free (s->labels[l]);
+  g_free (s->labels);
+  g_free (s->curves);
+  g_array_unref (s->x);
+  g_array_unref (s->y);
+}
+
+/* Level @l of the report: labels, the model's decisions, fixed at the model's mean share. */
+static void
+evaluate_level (const Samples *s, const SedpShedWorkload *w, const SedpMlp *m,
+                const SedpShedTrainOptions *opt, guint l, SedpShedLevel *out)
+{
+  guint n = w->requests->len;
+  out->quota = quota_of (opt, l);
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    float f[SHED_N_FEATURES], keep;
+    sample_features (q, out->quota, w->deadline_ms / 1000.0, NULL, f);
+    sedp_mlp_predict (m, f, 1, &keep);
+    guint kl = shed_keep_count (s->labels[l][i], q->n, w->min_keep, w->max_cutoff);
+    guint km = shed_keep_count (keep, q->n, w->min_keep, w->max_cutoff);
+    out->label_keep += (double) kl / q->n / n;
+    out->label_recall += sedp_shed_curve_recall (&s->curves[i], kl) / n;
+    out->model_keep += (double) km / q->n / n;
+    out->model_recall += sedp_shed_curve_recall (&s->curves[i], km) / n;
+  }
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    guint kf = shed_keep_count (out->model_keep, q->n, w->min_keep, w->max_cutoff);
+    out->fixed_recall += sedp_shed_curve_recall (&s->curves[i], kf) / n;
+  }
+}
+
+SedpNnModel *
+sedp_shed_train (const SedpShedWorkload *w, const SedpShedTrainOptions *opt,
+                 SedpShedTrainReport *report, GError **error)
+{
+  Samples s = {0};
+  samples_build (&s, w, opt);
+  g_autoptr (SedpMlp) m = sedp_mlp_new (SHED_N_FEATURES, hidden, G_N_ELEMENTS (hidden), opt->seed);
+  SedpMlpTrainOptions to;
+  sedp_mlp_train_options_init (&to);
+  to.epochs = opt->epochs;
+  to.seed = opt->seed;
+  SedpMlpTrainReport tr = {0};
+  gboolean ok = sedp_mlp_train (m, (const float *) s.x->data, (const float *) s.y->data, s.y->len,
+                                &to, &tr, error);
+  *report = (SedpShedTrainReport) {
+    .initial_loss = tr.initial_loss, .final_loss = tr.last_loss,
+    .n_requests = w->requests->len, .n_samples = s.y->len,
+    .n_parameters = (guint) sedp_mlp_n_parameters (m), .n_levels = opt->levels,
+    .levels = g_new0 (SedpShedLevel, opt->levels),
+  };
+  for (guint l = 0; ok && l < opt->levels; l++)
+    evaluate_level (&s, w, m, opt, l, &report->levels[l]);
+  sedp_mlp_train_report_clear (&tr);
+  samples_clear (&s, w->requests->len, opt->levels);
+  return ok ? sedp_mlp_to_onnx (m, "features", "keep") : NULL;
+}
+
+void
+sedp_shed_train_report_print (const SedpShedTrainReport *r, GString *out)
+{
+  g_string_append_printf (out, "%u requests, %u samples, %u parameters; loss %.5f before, %.5f after\n",
+                          r->n_requests, r->n_samples, r->n_parameters, r->initial_loss,
+                          r->final_loss);
+  g_string_append (out, "quota  label_keep label_recall  model_keep model_recall  fixed_recall\n");
+  for (guint l = 0; l < r->n_levels; l++) {
+    const SedpShedLevel *v = &r->levels[l];
+    g_string_append_printf (out, "%5.2f  %10.3f %12.3f  %10.3f %12.3f  %12.3f\n", v->quota,
+                            v->label_keep, v->label_recall, v->model_keep, v->model_recall,
+                            v->fixed_recall);
+  }
+}
