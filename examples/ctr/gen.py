@@ -242,8 +242,22 @@ def main():
                    for k, v in it["features"].items()}) for it in items])
             pb.write(varint(len(msg)) + msg)
     shutil.rmtree(ev_in)
+    train_shedder(a.sedp, out)
     print("wrote %s: %s model, %d requests of %d items (requests.jsonl, requests.pb, "
-          "requests.run.jsonl, expected.tsv)" % (out, preset, n_req, n_items))
+          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req, n_items,
+          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else ""))
+
+
+def train_shedder(sedp, out):
+    """The pruning DNN of pipelines/ctr-shed.pipeline (docs/load-shedding.md), trained on these
+    requests: only for the default data folder, which that pipeline names."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.abspath(out) != os.path.join(here, "data"):
+        return
+    pipeline = os.path.join(here, "..", "..", "pipelines", "ctr-shed.pipeline")
+    run([sedp, "shed", "train", pipeline, "--requests", os.path.join(out, "requests.jsonl"),
+         "--requests-format", "predict-jsonl", "-o", os.path.join(out, "shedder.onnx"),
+         "--report", os.path.join(out, "shedder-report.txt")])
 
 
 if __name__ == "__main__":
