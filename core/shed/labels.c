@@ -72,46 +72,62 @@ sedp_shed_curve_min_keep (const SedpShedCurve *c, double recall)
   return need == 0 ? 0 : c->pos[need - 1] + 1;
 }
 
-/* Level @j of @c as a keep share: recall target j / top_k (j > top_k: everything), with the
- * floors. */
+/* The share @c keeps at the price @lambda (per share kept): the keep count, from the floor and
+ * the counts just past each top-K position, with the best recall minus price (the smallest
+ * such count on a tie). */
 static double
-level_share (const SedpShedCurve *c, guint j, guint top_k, guint min_keep, double max_cutoff)
+priced_share (const SedpShedCurve *c, double lambda, guint min_keep, double max_cutoff)
 {
-  if (c->n == 0 || j > top_k)
+  if (c->n == 0)
     return 1.0;
-  guint keep = sedp_shed_curve_min_keep (c, (double) j / top_k);
-  keep = MAX (keep, shed_keep_count (0.0, c->n, min_keep, max_cutoff));
-  return (double) MIN (keep, c->n) / c->n;
+  guint floor = shed_keep_count (0.0, c->n, min_keep, max_cutoff);
+  guint best_m = floor;
+  double best = sedp_shed_curve_recall (c, floor) - lambda * floor / c->n;
+  for (guint j = 0; j < c->k; j++) {
+    guint m = c->pos[j] + 1;
+    double v = (double) (j + 1) / c->k - lambda * m / c->n;
+    if (m > floor && v > best + 1e-12) {
+      best = v;
+      best_m = m;
+    }
+  }
+  return (double) best_m / c->n;
 }
 
 static double
-level_mean (const SedpShedCurve *curves, guint n_curves, guint j, guint top_k, guint min_keep,
-            double max_cutoff)
+priced_mean (const SedpShedCurve *curves, guint n_curves, double lambda, guint min_keep,
+             double max_cutoff)
 {
   double sum = 0;
   for (guint i = 0; i < n_curves; i++)
-    sum += level_share (&curves[i], j, top_k, min_keep, max_cutoff);
+    sum += priced_share (&curves[i], lambda, min_keep, max_cutoff);
   return n_curves ? sum / n_curves : 1.0;
 }
+
+/* Price high enough that every request keeps its floor. */
+#define PRICE_MAX 1e9
 
 void
 sedp_shed_labels (const SedpShedCurve *curves, guint n_curves, double quota, guint min_keep,
                   double max_cutoff, double *labels)
 {
-  guint top_k = 1;
-  for (guint i = 0; i < n_curves; i++)
-    top_k = MAX (top_k, curves[i].k);
-  /* Levels 0 … top_k + 1 (the last keeps everything); find the two that bracket the quota. */
-  guint j = 0;
-  double lo = level_mean (curves, n_curves, 0, top_k, min_keep, max_cutoff), hi = lo;
-  while (j <= top_k && (hi = level_mean (curves, n_curves, j + 1, top_k, min_keep, max_cutoff)) < quota) {
-    j++;
-    lo = hi;
+  /* The mean share falls as the price rises: bisect for the two prices around the quota
+   * (price 0: the full recall of every request; above it "keep everything" mixes in). */
+  double lo = 0, hi = PRICE_MAX, s_lo = priced_mean (curves, n_curves, 0, min_keep, max_cutoff);
+  gboolean above = quota > s_lo;
+  for (guint it = 0; it < 200 && !above && hi - lo > 1e-12; it++) {
+    double mid = (lo + hi) / 2;
+    if (priced_mean (curves, n_curves, mid, min_keep, max_cutoff) >= quota)
+      lo = mid;
+    else
+      hi = mid;
   }
-  double w = quota <= lo ? 0.0 : hi > lo ? MIN (1.0, (quota - lo) / (hi - lo)) : 1.0;
+  double m_lo = above ? 1.0 : priced_mean (curves, n_curves, lo, min_keep, max_cutoff);
+  double m_hi = above ? s_lo : priced_mean (curves, n_curves, hi, min_keep, max_cutoff);
+  double w = m_lo > m_hi ? CLAMP ((quota - m_hi) / (m_lo - m_hi), 0.0, 1.0) : 0.0;
   for (guint i = 0; i < n_curves; i++) {
-    double a = level_share (&curves[i], j, top_k, min_keep, max_cutoff);
-    double b = level_share (&curves[i], j + 1, top_k, min_keep, max_cutoff);
-    labels[i] = a + w * (b - a);
+    double a = above ? 1.0 : priced_share (&curves[i], lo, min_keep, max_cutoff);
+    double b = priced_share (&curves[i], above ? 0 : hi, min_keep, max_cutoff);
+    labels[i] = b + w * (a - b);
   }
 }

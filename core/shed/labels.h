@@ -43,13 +43,15 @@ SEDP_API guint sedp_shed_curve_min_keep (const SedpShedCurve *curve, double reca
  * @min_keep: @max_cutoff: the shedder's floors (no label keeps fewer)
  * @labels: (out) (array length=n_curves): each request's keep share
  *
- * The labels of one load level. Recall targets r = j / K (j = 0 … K) each give every request
- * its smallest keep share reaching r (the floors applied), and "keep everything" is the last
- * level; the mean share of these levels grows with r. The labels are the two neighbouring
- * levels whose mean shares bracket @quota, mixed by one common weight so that their mean is
- * @quota: every request is held to the same recall target, and the lower the quota, the lower
- * the target. A quota of 1 keeps everything; one below what the floors keep gives the floors.
- * Requests of K = 0 (no candidates) get 1.
+ * The labels of one load level: the shares that give the highest mean recall for a mean share
+ * of @quota. At a price λ per share kept, each request keeps the count (its floor, or one just
+ * past a top-K position) that maximizes its recall minus λ × share; the mean share falls as λ
+ * rises. The two allocations on either side of @quota are mixed by one common weight so that
+ * the mean label is @quota: recall is bought where it is cheapest (the paper's "the lower the
+ * quota, the lower the recall asked", with the recall spread to maximize its mean). Above the
+ * share of full recall everywhere (λ = 0), "keep everything" is mixed in: a quota of 1 keeps
+ * everything; one below what the floors keep gives the floors. Requests without candidates
+ * get 1.
  */
 SEDP_API void sedp_shed_labels (const SedpShedCurve *curves, guint n_curves, double quota,
                                 guint min_keep, double max_cutoff, double *labels);

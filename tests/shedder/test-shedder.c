@@ -123,8 +123,9 @@ test_recall_curve (void)
 }
 
 /* Two requests of 10: the first's top 2 at escore positions 0 and 9 (hard), the second's at 1
- * and 2 (easy). Levels (mean share): r = 0: 0; r = 1/2: (0.1 + 0.2) / 2 = 0.15; r = 1:
- * (1.0 + 0.3) / 2 = 0.65; everything: 1. */
+ * and 2 (easy). At a price λ per share, the first keeps 10 (recall 1) below λ = 5/9, 1 (recall
+ * 1/2) below 5, then nothing; the second keeps 3 (recall 1) below 10/3, then nothing. Mean
+ * shares: 0.65 below 5/9, 0.2 below 10/3, 0.05 below 5, then 0. */
 static void
 test_labels (void)
 {
@@ -132,17 +133,17 @@ test_labels (void)
   curve_top2 (&c[0], 10, 0, 9);
   curve_top2 (&c[1], 10, 1, 2);
   double l[2];
-  sedp_shed_labels (c, 2, 0.4, 0, 1.0, l); /* between r = 1/2 and 1, weight 0.5 */
-  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.55, 1e-9);
-  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.25, 1e-9);
-  sedp_shed_labels (c, 2, 0.8, 0, 1.0, l); /* between r = 1 and everything, weight 3/7 */
+  sedp_shed_labels (c, 2, 0.4, 0, 1.0, l); /* between 0.2 and 0.65, weight 4/9 */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.5, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.3, 1e-9);
+  sedp_shed_labels (c, 2, 0.8, 0, 1.0, l); /* between 0.65 and everything, weight 3/7 */
   CU_ASSERT_DOUBLE_EQUAL (l[0], 1.0, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL (l[1], 0.6, 1e-9);
   sedp_shed_labels (c, 2, 1.0, 0, 1.0, l);
   CU_ASSERT (l[0] == 1.0 && l[1] == 1.0);
-  sedp_shed_labels (c, 2, 0.05, 0, 1.0, l); /* between 0 and r = 1/2, weight 1/3 */
-  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.1 / 3, 1e-9);
-  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2 / 3, 1e-9);
+  sedp_shed_labels (c, 2, 0.05, 0, 1.0, l); /* the plateau below λ = 5 */
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.1, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.0, 1e-9);
   sedp_shed_labels (c, 2, 0.1, 2, 0.9, l); /* under the floors (2 of 10): the floors */
   CU_ASSERT_DOUBLE_EQUAL (l[0], 0.2, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2, 1e-9);
