@@ -13,7 +13,7 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
-  {"bench", sedp_cmd_bench, "Closed-loop load on a served URL or a pipeline file"},
+  {"bench", sedp_cmd_bench, "Closed- or open-loop load on a served URL or a pipeline file"},
   {"check", sedp_cmd_check, "Validate a pipeline file and print its compiled graph"},
   {"cube", sedp_cmd_cube, "Cubes of embeddings: build, info, verify, get, push"},
   {"inspect", sedp_cmd_inspect, "List plugins, or print one plugin's options"},

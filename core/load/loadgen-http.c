@@ -73,11 +73,14 @@ on_http_done (GObject *source, GAsyncResult *res, gpointer data)
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) body = soup_session_send_and_read_finish (SOUP_SESSION (source), res, &error);
   gint64 latency_us = g_get_monotonic_time () - s->scheduled_us;
+  guint code = body ? soup_message_get_status (s->msg) : 0;
   if (body)
-    http_answered (s, soup_message_get_status (s->msg), body, latency_us);
+    http_answered (s, code, body, latency_us);
   else
     sedp_loadgen_results_record_failure (s->run->results, SEDP_LOADGEN_FAILURE_TRANSPORT, NULL,
                                          error->message);
+  if (s->run->config.on_response)
+    s->run->config.on_response (s->index, code, body, latency_us, s->run->config.response_data);
   g_clear_object (&s->msg);
   sedp_loadgen_send_completed (s);
 }

@@ -32,6 +32,20 @@ typedef struct {
 typedef void (*SedpLoadgenProgressFunc) (const SedpLoadgenProgress *progress, gpointer user_data);
 
 /**
+ * SedpLoadgenResponseFunc:
+ * @index: the request's index in the workload
+ * @status: the HTTP status, 0 when no answer came
+ * @body: (nullable): the answer's body (borrowed for the call)
+ * @latency_us: from the request's scheduled send (open loop) or its send (closed loop)
+ *
+ * Called for every HTTP request that completed, after it was counted, on the thread running
+ * sedp_loadgen_run(): for a caller that checks answers (the shed benchmark reads each
+ * response's top K). Not called in process.
+ */
+typedef void (*SedpLoadgenResponseFunc) (guint index, guint status, GBytes *body,
+                                         gint64 latency_us, gpointer user_data);
+
+/**
  * SedpLoadgenConfig:
  * @mode: closed or open loop
  * @concurrency: closed loop: the clients, each with one request in flight, 1 to 100 000
@@ -44,6 +58,8 @@ typedef void (*SedpLoadgenProgressFunc) (const SedpLoadgenProgress *progress, gp
  * @seed: open loop: the seed of the arrival draws (the same seed, the same schedule)
  * @progress: (nullable): called about once a second during the run
  * @progress_data: @progress's user data
+ * @on_response: (nullable): called with every HTTP answer
+ * @response_data: @on_response's user data
  *
  * How to run. Initialize with sedp_loadgen_config_init() and set the fields that differ; the
  * fields of the other mode are ignored. A plain struct: the caller owns it.
@@ -57,6 +73,8 @@ typedef struct {
   guint64 seed;
   SedpLoadgenProgressFunc progress;
   gpointer progress_data;
+  SedpLoadgenResponseFunc on_response;
+  gpointer response_data;
 } SedpLoadgenConfig;
 
 /* The defaults: closed loop, 1 client, 10 s; rate 0 (to be set for the open loop), max_in_flight

@@ -134,6 +134,18 @@ class Zipf:
         return self.perm[min(bisect.bisect_left(self.cum, u), len(self.perm) - 1)]
 
 
+def items_range(text):
+    """--items N or MIN-MAX, as a (min, max) pair."""
+    lo, _, hi = text.partition("-")
+    try:
+        lo, hi = int(lo), int(hi or lo)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not N or MIN-MAX" % text)
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError("'%s': need 1 <= MIN <= MAX" % text)
+    return (lo, hi)
+
+
 def run(cmd):
     print("+ " + " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
@@ -145,13 +157,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--requests", type=int)
-    ap.add_argument("--items", type=int)
+    ap.add_argument("--items", type=items_range,
+                    help="candidates per request: N, or MIN-MAX drawn uniformly per request")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     preset = "small" if a.small else "realistic"
     p = PRESETS[preset]
     n_req = a.requests or p["requests"]
-    n_items = a.items or p["items"]
+    items_lo, items_hi = a.items or (p["items"], p["items"])
     rows, ids = p["rows"], p["ids"]
     out = a.out
     if os.path.isdir(out):
@@ -175,8 +188,9 @@ def main():
         for k in range(USER_SLOTS):
             user["slot_%d" % k] = [zipf[k].draw() for _ in range(ids)]
         items = []
+        n_items = rng.randint(items_lo, items_hi) if items_hi > items_lo else items_lo
         for i in range(n_items):
-            it = {"item_id": 100000 + q * n_items + i,
+            it = {"item_id": 100000 + q * items_hi + i,
                   "dense": [round(rng.gauss(0.0, 1.0), 4) for _ in range(DENSE)]}
             for k in range(USER_SLOTS, SLOTS):
                 it["slot_%d" % k] = [zipf[k].draw() for _ in range(ids)]
@@ -243,8 +257,9 @@ def main():
             pb.write(varint(len(msg)) + msg)
     shutil.rmtree(ev_in)
     train_shedder(a.sedp, out)
-    print("wrote %s: %s model, %d requests of %d items (requests.jsonl, requests.pb, "
-          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req, n_items,
+    print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
+          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req,
+          items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
           ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else ""))
 
 
