@@ -117,6 +117,7 @@ compute (Stage *s, gint64 now, SedpLoadSnapshot *o)
   memset (o, 0, sizeof *o);
   o->window_s = sedp_load_window_s ();
   o->arrival_rate = sedp_load_arrival_rate (p, now);
+  o->item_rate = (double) sedp_latency_window_count (p->recent_items, now) / o->window_s;
   o->latency_p50_us = sedp_latency_window_quantile (p->recent_latency, 0.5, now, &o->latency_count);
   o->latency_p99_us = sedp_latency_window_quantile (p->recent_latency, 0.99, now, NULL);
   read_downstream (s, now, o);

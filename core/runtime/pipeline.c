@@ -417,6 +417,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                         "Requests answered at their deadline");
   p->recent_latency = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  p->recent_items = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
                                                  "Request latency (microseconds)", latency_bounds_us,
                                                  G_N_ELEMENTS (latency_bounds_us));
@@ -620,6 +621,7 @@ sedp_pipeline_free (SedpPipeline *p)
   sedp_metrics_free (p->metrics);
   sedp_latency_window_free (p->recent_latency);
   sedp_latency_window_free (p->recent_arrivals);
+  sedp_latency_window_free (p->recent_items);
   sedp_graph_free (p->graph);
   g_mutex_clear (&p->lock);
   g_cond_clear (&p->drained);

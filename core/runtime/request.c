@@ -313,6 +313,17 @@ sedp_request_is_done (SedpRequest *r)
   return g_atomic_int_get (&r->done) != 0;
 }
 
+/* @n items of @r finished (any way): they leave the pipeline's count of items in flight. Under
+ * r->lock. */
+static void
+items_left (SedpRequest *r, guint n)
+{
+  n = MIN (n, r->live_items);
+  r->live_items -= n;
+  if (n && r->pipeline)
+    g_atomic_int_add (&r->pipeline->items_inflight, -(gint) n);
+}
+
 static void
 set_item (SedpRequest *r, guint item, SedpItemStatus status, const char *message)
 {
@@ -320,6 +331,8 @@ set_item (SedpRequest *r, guint item, SedpItemStatus status, const char *message
   if (item >= res->n_items || res->item_status[item] == SEDP_ITEM_FAILED ||
       res->item_status[item] == SEDP_ITEM_DROPPED || res->item_status[item] == SEDP_ITEM_SHED)
     return;
+  if (res->item_status[item] == SEDP_ITEM_PENDING)
+    items_left (r, 1);
   res->item_status[item] = (guint8) status;
   if (message) {
     if (res->item_message == NULL)
@@ -344,8 +357,10 @@ sedp_request_start_items (SedpRequest *r, SedpFrame *items, guint frame_rows,
     sedp_frame_set_kind (cut[j], FRAME_KIND_ITEMS);
   }
   g_mutex_lock (&r->lock);
-  if (!r->done) /* counted until finish() takes them back (it reads `started`) */
+  if (!r->done) { /* counted until they finish (items_left) or the request does (finish) */
     g_atomic_int_add (&r->pipeline->items_inflight, (gint) n);
+    r->live_items = n;
+  }
   r->n_items = n;
   r->n_frames = n_frames;
   r->item_frames = cut;
@@ -393,6 +408,7 @@ sedp_request_record_answered (SedpRequest *r, SedpFrame *frame)
     if (item >= res->n_items || res->item_status[item] != SEDP_ITEM_PENDING)
       continue;
     res->item_status[item] = SEDP_ITEM_CACHED;
+    items_left (r, 1);
     res->item_frame[item] = frame;
     res->item_row[item] = row;
   }
@@ -440,8 +456,10 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   res->status = status;
   res->message = message;
   res->latency_us = g_get_monotonic_time () - r->started_at;
-  gboolean started = g_atomic_int_get (&r->started) != 0;
-  guint n_items = r->n_items;
+  guint finished = 0; /* scored or cached: the work the pipeline did */
+  for (guint i = 0; i < res->n_items && res->item_status; i++)
+    finished += res->item_status[i] == SEDP_ITEM_SCORED || res->item_status[i] == SEDP_ITEM_CACHED;
+  items_left (r, r->live_items);
   release_runtime_state (r);
   g_mutex_unlock (&r->lock);
 
@@ -451,11 +469,10 @@ finish (SedpRequest *r, SedpStatus status, char *message)
     sedp_counter_add (p->m_timeouts, 1);
   sedp_histogram_observe (p->m_request_latency, (double) res->latency_us);
   sedp_latency_window_observe (p->recent_latency, res->latency_us, r->started_at + res->latency_us);
+  sedp_latency_window_observe_n (p->recent_items, 0, finished, r->started_at + res->latency_us);
   g_atomic_int_set (&r->done, 2);
   if (r->done_cb)
     r->done_cb (r, r->done_data);
-  if (started)
-    g_atomic_int_add (&p->items_inflight, -(gint) n_items);
   g_mutex_lock (&p->lock);
   if (g_atomic_int_dec_and_test ((gint *) &p->inflight))
     g_cond_broadcast (&p->drained);
@@ -500,8 +517,10 @@ sedp_request_collect (SedpRequest *r, SedpFrame *frame)
         guint item = sedp_frame_get_item_index (frame, row);
         if (item >= res->n_items)
           continue;
-        if (res->item_status[item] == SEDP_ITEM_PENDING)
+        if (res->item_status[item] == SEDP_ITEM_PENDING) {
           res->item_status[item] = SEDP_ITEM_SCORED;
+          items_left (r, 1);
+        }
         res->item_frame[item] = frame;
         res->item_row[item] = row;
       }

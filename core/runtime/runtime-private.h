@@ -48,6 +48,7 @@ struct _SedpRequest {
   gint done;                   /* atomic: 1 once completed */
   gint started;                /* the source ran: items cut, pending set */
   guint n_items;
+  guint live_items;            /* items not finished yet (counted in the pipeline's items_inflight) */
   guint n_frames;
   SedpFrame **item_frames;     /* the items cut into frames */
   guint pending;               /* sink arrivals still expected */
@@ -120,7 +121,7 @@ struct _SedpPipeline {
   GMutex lock;
   GCond drained;
   guint inflight;              /* atomic; changed under lock (drained waits on it) */
-  gint items_inflight;         /* atomic: the items of the requests in flight, once cut */
+  gint items_inflight;         /* atomic: items of the requests in flight not finished yet */
   DeadlineQueue *deadlines;
   /* sync mode */
   SedpChannel *entry;
@@ -132,6 +133,7 @@ struct _SedpPipeline {
   SedpHistogram *m_request_latency;
   SedpLatencyWindow *recent_latency;  /* completed requests, the last 2 s */
   SedpLatencyWindow *recent_arrivals; /* submissions (counted, value 0), the same window */
+  SedpLatencyWindow *recent_items;    /* items finished scored or cached, the same window */
 };
 
 /* The recent past the load signals look at: 20 slices of 100 ms. */

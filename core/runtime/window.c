@@ -86,9 +86,15 @@ slice_for (SedpLatencyWindow *w, gint64 epoch)
 void
 sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 now_us)
 {
-  Slice *s = slice_for (w, now_us / w->slice_us);
+  sedp_latency_window_observe_n (w, value_us, 1, now_us);
+}
+
+void
+sedp_latency_window_observe_n (SedpLatencyWindow *w, gint64 value_us, guint n, gint64 now_us)
+{
+  Slice *s = n ? slice_for (w, now_us / w->slice_us) : NULL;
   if (s)
-    __atomic_fetch_add (&s->counts[bucket_of (value_us)], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add (&s->counts[bucket_of (value_us)], n, __ATOMIC_RELAXED);
 }
 
 /* Sums the live slices among the last @span of the window ending at @now_us into @sum

@@ -23,6 +23,9 @@ void sedp_latency_window_free (SedpLatencyWindow *w);
  * (g_get_monotonic_time()'s clock). */
 void sedp_latency_window_observe (SedpLatencyWindow *w, gint64 value_us, gint64 now_us);
 
+/* Counts @n observations of @value_us at once (e.g. the items of a request). */
+void sedp_latency_window_observe_n (SedpLatencyWindow *w, gint64 value_us, guint n, gint64 now_us);
+
 /* The value at quantile @q (0..1) of what was observed in the window ending at @now_us: the
  * upper bound of the bucket holding it. 0 when nothing was observed; *@count (optional) gets
  * the number of observations in the window. */

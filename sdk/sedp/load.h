@@ -8,8 +8,8 @@ G_BEGIN_DECLS
 /**
  * SedpLoadSnapshot:
  * @requests_in_flight: requests submitted to the pipeline and not yet completed
- * @items_in_flight: the candidate items of those requests whose source stage ran (as the
- *   source cut them: items a stage dropped still count until their request completes)
+ * @items_in_flight: the candidate items of those requests not finished yet: cut by the source,
+ *   and neither scored, answered early, shed, dropped nor failed
  * @arrival_rate: requests submitted per second over the window
  * @latency_p50_us: median latency of the requests completed in the window, from each one's
  *   start (for `sedp serve`, the connection's accept) to its completion; 0 when none completed
@@ -25,6 +25,9 @@ G_BEGIN_DECLS
  *   sync mode's queue)
  * @entry_capacity: its capacity; a full entry refuses submissions (503 in `sedp serve`)
  * @window_s: the span of the window the rates and percentiles are taken over, in seconds
+ * @item_rate: items finished scored (or answered early) per second over the window: the work
+ *   the pipeline does; with @items_in_flight, Little's law gives the time the work in flight
+ *   needs (`items_in_flight / item_rate` seconds)
  * @reserved: zero; room for fields of later minor ABI versions
  *
  * The pipeline's load, read by sedp_stage_context_read_load(). Percentiles are the upper bound
@@ -47,7 +50,8 @@ typedef struct {
   guint entry_queued;
   guint entry_capacity;
   double window_s;
-  double reserved[8];
+  double item_rate;
+  double reserved[7];
 } SedpLoadSnapshot;
 
 /**
