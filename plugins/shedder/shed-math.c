@@ -88,20 +88,13 @@ shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff)
   return MIN (k, n);
 }
 
-void
-shed_control_init (ShedControl *c, double gain, double max_cutoff)
-{
-  *c = (ShedControl) {.gain = gain, .max_cutoff = CLAMP (max_cutoff, 0.0, 1.0)};
-}
-
 double
-shed_control_update (ShedControl *c, double signal, double target, gint64 now_us)
+shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, double target_us)
 {
-  double dt = c->last_us ? MIN ((now_us - c->last_us) / 1e6, SHED_CONTROL_MAX_DT) : 0.0;
-  c->last_us = now_us;
-  if (dt <= 0 || !(target > 0) || !isfinite (signal))
-    return c->cutoff;
-  double error = signal / target - 1.0;
-  c->cutoff = CLAMP (c->cutoff + c->gain * error * dt, 0.0, c->max_cutoff);
-  return c->cutoff;
+  if (!(rate > 0) || n == 0)
+    return 1.0;
+  double left_s = (target_us - elapsed_us) / 1e6;
+  double ahead = MAX (0.0, in_flight - n);
+  double share = (rate * left_s - ahead) / n;
+  return isnan (share) ? 1.0 : CLAMP (share, 0.0, 1.0);
 }

@@ -52,25 +52,16 @@ guint shed_order (const float *escore, guint n, guint *order);
 guint shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff);
 
 /**
- * ShedControl:
- * The `control` policy: an integral controller (PIE's, without its derivative term) that
- * steers a latency signal to a target by the share of candidates cut. Each update moves the
- * cutoff by `gain × (signal / target − 1) × dt`: at twice the target it rises by `gain` per
- * second, below the target it falls back. Not thread-safe: the stage serializes updates.
+ * shed_fit_share:
+ * @in_flight: items in the pipeline not finished yet, this request's @n among them
+ * @rate: items the pipeline finishes per second (recently)
+ * @n: the request's candidates
+ * @elapsed_us: how long the request has taken so far
+ * @target_us: when it should be done, from its start
+ *
+ * The `control` policy: the share of the request's candidates that it can keep and still be
+ * done by @target_us, by Little's law: the items ahead of it take `(in_flight − n) / rate`
+ * seconds, its own `share × n / rate`. 1 when @rate is not positive (nothing measured yet),
+ * 0 when even the items ahead of it are late.
  */
-typedef struct {
-  double gain;          /* cutoff per second at an error of 1 */
-  double max_cutoff;
-  double cutoff;        /* the output, 0..max_cutoff */
-  gint64 last_us;       /* the last update; 0 before the first */
-} ShedControl;
-
-/* Largest step, in seconds, one update integrates (after an idle spell the error is not
- * multiplied by the whole pause). */
-#define SHED_CONTROL_MAX_DT 0.05
-
-void shed_control_init (ShedControl *c, double gain, double max_cutoff);
-
-/* One step at @now_us with the measured @signal and its @target (same unit, target > 0).
- * Returns the new cutoff. */
-double shed_control_update (ShedControl *c, double signal, double target, gint64 now_us);
+double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, double target_us);

@@ -12,10 +12,10 @@
 
 typedef enum { POLICY_NONE, POLICY_FIXED, POLICY_CONTROL, POLICY_DNN } Policy;
 
-/* Cutoff per second at an error of 1 (the signal at twice its target). */
-#define CONTROL_GAIN 2.0
-/* Without target_p99_ms, the controller aims at this share of each request's deadline budget. */
-#define DEFAULT_TARGET_SHARE 0.5
+/* Without target_ms, a request should be done by this share of its deadline budget. */
+#define DEFAULT_TARGET_SHARE 0.8
+/* The weight of each request's fitting share in the smoothed share (about the last ten). */
+#define SMOOTHING 0.1
 
 typedef struct {
   SedpStageContext *ctx;
@@ -27,9 +27,9 @@ typedef struct {
   double target_us;            /* 0: DEFAULT_TARGET_SHARE of each request's budget */
   SedpNnModel *model;          /* dnn only */
   SedpNnPlan **plans;          /* one per worker */
-  GMutex lock;                 /* guards control */
-  ShedControl control;
   gint prev_cutoff_ppm;        /* atomic: the last decision, in millionths */
+  GMutex lock;                 /* guards smooth */
+  double smooth;               /* the recent requests' fitting shares, smoothed */
   SedpCounter *requests, *shed_items, *bad_escores, *fallbacks;
   SedpHistogram *cutoff_ratio;
 } Shedder;
@@ -125,22 +125,26 @@ model_keep (Shedder *s, guint worker, const float *features)
 
 /* ---- the decision ---- */
 
-/* The `control` policy's cutoff after this request's measurement: the time the request has
- * taken so far plus what the stages after this one take now (their p99 residence), against
- * target_p99_ms or half the request's deadline budget. */
+/* The `control` policy's cutoff for a request of @n candidates. The share it may keep to be done
+ * by target_ms (else 80 % of its deadline budget) behind the work already in flight, by Little's
+ * law on the pipeline's items in flight and the rate it finishes them (shed_fit_share), and no
+ * more than the recent requests' fitting shares, smoothed: requests then lose about the same
+ * share, which keeps more of the top K than cutting deep into the few that meet a queue (recall
+ * falls faster the more is cut). Nothing is shed while the work ahead leaves room. */
 static double
-control_cutoff (Shedder *s, SedpRequest *req)
+control_cutoff (Shedder *s, SedpRequest *req, guint n)
 {
   SedpLoadSnapshot load;
   sedp_stage_context_read_load (s->ctx, &load);
   double elapsed = (double) sedp_request_get_elapsed_us (req);
   double remaining = (double) sedp_request_get_remaining_us (req);
-  double signal = elapsed + load.downstream_p99_us;
   double target = s->target_us > 0 ? s->target_us : DEFAULT_TARGET_SHARE * (elapsed + remaining);
+  double fit = shed_fit_share (load.items_in_flight, load.item_rate, n, elapsed, target);
   g_mutex_lock (&s->lock);
-  double c = shed_control_update (&s->control, signal, target, g_get_monotonic_time ());
+  s->smooth += SMOOTHING * (fit - s->smooth);
+  double share = MIN (fit, s->smooth);
   g_mutex_unlock (&s->lock);
-  return c;
+  return 1.0 - share;
 }
 
 /* The pruning DNN's keep fraction, or the controller's when the model fails. */
@@ -175,9 +179,9 @@ decide_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint w
   case POLICY_FIXED:
     return s->fixed_keep;
   case POLICY_CONTROL:
-    return 1.0 - control_cutoff (s, req);
+    return 1.0 - control_cutoff (s, req, n);
   default:
-    return dnn_keep (s, req, escore, n, worker, control_cutoff (s, req));
+    return dnn_keep (s, req, escore, n, worker, control_cutoff (s, req, n));
   }
 }
 
@@ -255,13 +259,13 @@ shedder_create (SedpStageContext *ctx, GError **error)
   Shedder *s = g_new0 (Shedder, 1);
   s->ctx = ctx;
   g_mutex_init (&s->lock);
+  s->smooth = 1.0;
   s->policy = policy_from_string (sedp_stage_context_get_string (ctx, "policy"));
   s->escore = g_strdup (sedp_stage_context_get_string (ctx, "escore"));
   s->fixed_keep = sedp_stage_context_get_double (ctx, "fixed_keep");
   s->min_keep = (guint) sedp_stage_context_get_int (ctx, "min_keep");
   s->max_cutoff = sedp_stage_context_get_double (ctx, "max_cutoff");
-  s->target_us = sedp_stage_context_get_double (ctx, "target_p99_ms") * 1000;
-  shed_control_init (&s->control, CONTROL_GAIN, s->max_cutoff);
+  s->target_us = sedp_stage_context_get_double (ctx, "target_ms") * 1000;
   register_metrics (s);
   if (s->policy == POLICY_DNN && !load_model (s, error)) {
     shedder_destroy (s);
@@ -291,8 +295,8 @@ static const SedpOptionSpec shedder_options[] = {
   SEDP_OPTION_INT_SPEC ("min_keep", "10", 0, 100000000,
                         "never fewer candidates kept (at least the responder's top K)"),
   SEDP_OPTION_DOUBLE_SPEC ("max_cutoff", "0.9", 0, 1, "never a larger share shed"),
-  SEDP_OPTION_DOUBLE_SPEC ("target_p99_ms", "0", 0, 3600000,
-                           "the latency the controller steers to (0: half of each request's "
+  SEDP_OPTION_DOUBLE_SPEC ("target_ms", "0", 0, 3600000,
+                           "when a request should be done, from its start (0: at 80 % of its "
                            "deadline budget)"),
   SEDP_OPTION_END,
 };

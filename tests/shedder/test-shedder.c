@@ -65,31 +65,46 @@ test_keep_count (void)
   CU_ASSERT_EQUAL (shed_keep_count (7.0, 8, 0, 0.9), 8);
 }
 
-/* A load step: the signal at twice the target for 0.5 s, then at half of it. With a gain of 2
- * per second the cutoff rises by 0.02 per 10 ms step (to 0.9 at most), then falls by 0.01. */
+/* The control policy's share by hand: 1000 items/s, requests of 100, 100 ms to go. */
+static void
+test_fit_share (void)
+{
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (100, 1000, 100, 0, 100000), 1.0, 1e-12);  /* empty */
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (150, 1000, 100, 0, 100000), 0.5, 1e-12);  /* 50 ahead */
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (175, 1000, 100, 20000, 100000), 0.05, 1e-9); /* 80 ms left */
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (400, 1000, 100, 0, 100000), 0.0, 1e-12);  /* too late */
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (100, 1000, 100, 200000, 100000), 0.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (5000, 0, 100, 0, 100000), 1.0, 1e-12);    /* no rate yet */
+}
+
+/* A load step in a simulated pipeline (1000 items/s, requests of 100 at the entry, a FIFO of
+ * items): at half its capacity nothing is shed; at twice it, half of every request is, and no
+ * request waits past its 100 ms target. */
 static void
 test_control_step (void)
 {
-  ShedControl c;
-  shed_control_init (&c, 2.0, 0.9);
-  gint64 t = 1000000;
-  CU_ASSERT_DOUBLE_EQUAL (shed_control_update (&c, 200, 100, t), 0, 1e-12); /* first: no dt */
-  for (guint i = 1; i <= 25; i++)
-    shed_control_update (&c, 200, 100, t + i * 10000);
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.5, 1e-9);
-  for (guint i = 26; i <= 60; i++)
-    shed_control_update (&c, 200, 100, t + i * 10000);
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.9, 1e-9); /* held at max_cutoff */
-  for (guint i = 61; i <= 80; i++)
-    shed_control_update (&c, 50, 100, t + i * 10000);
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.7, 1e-9);
-  shed_control_update (&c, 0, 100, t + 10000000); /* after a pause: one step of 50 ms at most */
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0.6, 1e-9);
-  for (guint i = 1; i <= 200; i++)
-    shed_control_update (&c, 0, 100, t + 10000000 + i * 10000);
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
-  shed_control_update (&c, NAN, 100, t + 20000000);
-  CU_ASSERT_DOUBLE_EQUAL (c.cutoff, 0, 1e-12);
+  const double rate = 1000, target_us = 100000;
+  double in_flight = 0, shed_before = 0, kept_after = 0, worst_us = 0;
+  guint n_after = 0;
+  for (guint ms = 0; ms < 4000; ms++) {
+    guint every = ms < 2000 ? 200 : 50; /* 5 requests/s = 0.5×, then 20/s = 2× */
+    if (ms % every == 0) {
+      double share = shed_fit_share (in_flight + 100, rate, 100, 0, target_us);
+      guint keep = shed_keep_count (share, 100, 0, 1.0);
+      worst_us = MAX (worst_us, (in_flight + keep) / rate * 1e6);
+      in_flight += keep;
+      if (ms < 2000)
+        shed_before += 100 - keep;
+      else if (ms >= 3000) {
+        kept_after += keep;
+        n_after++;
+      }
+    }
+    in_flight = MAX (0.0, in_flight - rate / 1000);
+  }
+  CU_ASSERT_DOUBLE_EQUAL (shed_before, 0, 1e-9);
+  CU_ASSERT (fabs (kept_after / n_after / 100 - 0.5) <= 0.05);
+  CU_ASSERT (worst_us <= target_us + 1000);
 }
 
 /* ---- training labels ---- */
@@ -463,7 +478,8 @@ main (void)
   CU_add_test (s, "candidates ordered by escore, NaN last", test_order);
   CU_add_test (s, "features by hand", test_features);
   CU_add_test (s, "keep count and its floors", test_keep_count);
-  CU_add_test (s, "the controller's answer to a load step", test_control_step);
+  CU_add_test (s, "the control policy's share by hand", test_fit_share);
+  CU_add_test (s, "the control policy's answer to a load step", test_control_step);
   CU_add_test (s, "recall curve", test_recall_curve);
   CU_add_test (s, "training labels by hand", test_labels);
   CU_add_test (s, "training on a known workload", test_train);
