@@ -1,0 +1,597 @@
+/* sedp benchmark — load shedding on the CTR example (docs/load-shedding.md#benchmark):
+ * 1. prepares the example (realistic model) with a varying number of candidates per request
+ *    (--items, default 100-500), once, under build-bench/shed-data; the first half of its
+ *    requests trains the pruning DNN (`sedp shed train`), the second half is the workload;
+ * 2. prints the escores' rank correlation with the full model's scores (expected.tsv, the
+ *    unsplit model's own scores) over the workload;
+ * 3. serves pipelines/ctr-shed.pipeline with nothing shed and searches its capacity C: the
+ *    highest open-loop rate whose p99 (from the scheduled send) stays within the deadline;
+ * 4. at 1×, 2× and 3× C, open loop for --duration seconds, serves the workload under each
+ *    policy — none, reject (pipelines/ctr.pipeline with a bounded entry queue: 503 beyond it, the
+ *    SEDA way), dnn, fixed (keeping dnn's mean share of the same load, so that the two are
+ *    compared at the same share shed) and control — each on a fresh server, and prints for each
+ *    the p99, the share answered 200, the mean recall@10 of the answered requests' top 10
+ *    against the full model's top 10 of the same request, the items scored per second and the
+ *    mean share shed;
+ * 5. times the shedder alone on requests of 500 candidates (in process).
+ * RESULT keys: escore_spearman, shed_deadline_ms, shed_capacity_rps,
+ * shed_{1x,2x,3x}_{none,reject,fixed,control,dnn}_{answered,p99_ms,recall10,shed_share,items_per_s},
+ * shedder_us_per_request. */
+#include "bench-common.h"
+#include "bench-process.h"
+#include "load/capacity.h"
+#include "sedp.pb-c.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TOP 10
+
+/* ---- the reference: each workload request's full top 10 ---- */
+
+typedef struct {
+  guint n;
+  guint64 top[TOP]; /* item ids, best first */
+  guint n_top;
+} Ref;
+
+typedef struct {
+  float score;
+  guint64 id;
+} IdScore;
+
+static int
+id_score_cmp (const void *a, const void *b)
+{
+  const IdScore *x = a, *y = b;
+  return x->score != y->score ? (x->score > y->score ? -1 : 1) : (x->id > y->id) - (x->id < y->id);
+}
+
+/* expected.tsv (request id, item id, score): per request id, its scored items. */
+static GHashTable *
+read_expected (const char *path)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  GHashTable *by_id = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                             (GDestroyNotify) g_array_unref);
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr (line, '\n');
+    if (next)
+      *next++ = '\0';
+    char **f = g_strsplit (line, "\t", 3);
+    if (g_strv_length (f) == 3) {
+      GArray *a = g_hash_table_lookup (by_id, f[0]);
+      if (a == NULL)
+        g_hash_table_insert (by_id, g_strdup (f[0]), a = g_array_new (FALSE, FALSE, sizeof (IdScore)));
+      IdScore v = {(float) g_ascii_strtod (f[2], NULL), g_ascii_strtoull (f[1], NULL, 10)};
+      g_array_append_val (a, v);
+    }
+    g_strfreev (f);
+  }
+  return by_id;
+}
+
+/* The workload's requests (JSON lines of PredictRequest): each one's reference, in order; the
+ * escores and scores of every item into @es and @sc (for the rank correlation). */
+static GArray *
+read_refs (const char *path, GHashTable *expected, GArray *es, GArray *sc)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  GArray *refs = g_array_new (FALSE, TRUE, sizeof (Ref));
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (guint l = 0; lines[l] && lines[l][0]; l++) {
+    g_autoptr (JsonParser) p = json_parser_new ();
+    if (!json_parser_load_from_data (p, lines[l], -1, NULL))
+      return NULL;
+    JsonObject *o = json_node_get_object (json_parser_get_root (p));
+    GArray *items = g_hash_table_lookup (expected, json_object_get_string_member (o, "request_id"));
+    JsonArray *ja = json_object_get_array_member (o, "items");
+    if (items == NULL || items->len != json_array_get_length (ja))
+      return NULL;
+    for (guint i = 0; i < items->len; i++) {
+      float e = (float) json_object_get_double_member (json_array_get_object_element (ja, i), "escore");
+      g_array_append_val (es, e);
+      g_array_append_val (sc, g_array_index (items, IdScore, i).score);
+    }
+    Ref r = {.n = items->len};
+    g_array_sort (items, id_score_cmp);
+    for (r.n_top = 0; r.n_top < MIN (TOP, items->len); r.n_top++)
+      r.top[r.n_top] = g_array_index (items, IdScore, r.n_top).id;
+    g_array_append_val (refs, r);
+  }
+  return refs;
+}
+
+/* ---- Spearman's rank correlation ---- */
+
+typedef struct {
+  float v;
+  guint i;
+} Ranked;
+
+static int
+ranked_cmp (const void *a, const void *b)
+{
+  const Ranked *x = a, *y = b;
+  return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Ranks of @v (ties: their mean rank). */
+static double *
+ranks_of (const float *v, guint n)
+{
+  Ranked *r = g_new (Ranked, n);
+  for (guint i = 0; i < n; i++)
+    r[i] = (Ranked) {v[i], i};
+  qsort (r, n, sizeof *r, ranked_cmp);
+  double *rank = g_new (double, n);
+  for (guint i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && r[j].v == r[i].v; j++)
+      ;
+    for (guint k = i; k < j; k++)
+      rank[r[k].i] = (i + j - 1) / 2.0;
+  }
+  g_free (r);
+  return rank;
+}
+
+static double
+spearman (const float *a, const float *b, guint n)
+{
+  g_autofree double *ra = ranks_of (a, n), *rb = ranks_of (b, n);
+  double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+  for (guint i = 0; i < n; i++) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  for (guint i = 0; i < n; i++) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return sab / sqrt (saa * sbb);
+}
+
+/* ---- pipelines and servers ---- */
+
+/* @src (a pipeline file of the source tree) with its data paths into @data, the shed stage's
+ * policy set to @policy (with @fixed_keep for fixed), and the reader's queue bounded to
+ * @queue (0: as the file says). Written under @dir as NAME.pipeline; returns its path. */
+static char *
+write_variant (const char *src, const char *data, const char *dir, const char *name,
+               const char *policy, double fixed_keep, guint queue)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (src, &text, NULL, NULL))
+    return NULL;
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autoptr (GString) out = g_string_new (NULL);
+  for (guint i = 0; lines[i]; i++) {
+    const char *l = lines[i];
+    g_autofree char *fixed = NULL;
+    const char *p = strstr (l, "../examples/ctr/data");
+    if (p)
+      l = fixed = g_strdup_printf ("%.*s%s%s", (int) (p - l), l, data, p + strlen ("../examples/ctr/data"));
+    if (policy && g_str_has_prefix (l, "policy = ")) {
+      g_string_append_printf (out, "policy = %s\n", policy);
+      if (strcmp (policy, "fixed") == 0)
+        g_string_append_printf (out, "fixed_keep = %.4f\n", fixed_keep);
+      continue;
+    }
+    g_string_append_printf (out, "%s\n", l);
+    if (queue && strcmp (l, "[stage reader]") == 0)
+      g_string_append_printf (out, "queue_capacity = %u\n", queue);
+  }
+  char *path = g_strdup_printf ("%s/%s.pipeline", dir, name);
+  g_file_set_contents (path, out->str, -1, NULL);
+  return path;
+}
+
+typedef struct {
+  GPid pid;
+  char url[512];
+  GThread *drain;
+} Server;
+
+/* Starts `sedp serve @pipeline` on a free loopback port; waits until it is ready (warmed up). */
+static gboolean
+server_start (Server *s, const char *sedp, const char *pipeline, const char *name)
+{
+  char *argv[] = {(char *) sedp, "serve", (char *) pipeline, "--listen", "127.0.0.1:0", NULL};
+  int err_fd = -1;
+  g_autoptr (GError) error = NULL;
+  memset (s, 0, sizeof *s);
+  if (!g_spawn_async_with_pipes (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &s->pid,
+                                 NULL, NULL, &err_fd, &error)) {
+    fprintf (stderr, "shed: %s\n", error->message);
+    return FALSE;
+  }
+  FILE *f = fdopen (err_fd, "r");
+  char line[4096];
+  while (fgets (line, sizeof line, f)) {
+    char *p = strstr (line, "listening on ");
+    if (p) {
+      p += strlen ("listening on ");
+      p[strcspn (p, " \r\n")] = '\0';
+      g_snprintf (s->url, sizeof s->url, "%s/v1/pipelines/%s:predict", p, name);
+    }
+    if (s->url[0] && strstr (line, "sedp serve: ready"))
+      break;
+    if (strstr (line, "sedp serve:") && !strstr (line, "listening") && !strstr (line, "warm-up"))
+      fputs (line, stderr);
+  }
+  s->drain = g_thread_new ("drain", bench_drain_stderr, f);
+  return s->url[0] != '\0';
+}
+
+static void
+server_stop (Server *s)
+{
+  if (s->pid) {
+    kill (s->pid, SIGTERM);
+    waitpid (s->pid, NULL, 0);
+    g_spawn_close_pid (s->pid);
+  }
+  if (s->drain)
+    g_thread_join (s->drain);
+  memset (s, 0, sizeof *s);
+}
+
+/* ---- a measured run ---- */
+
+typedef struct {
+  const GArray *refs;
+  GArray *latency_ms;   /* every completed request's, answered or not */
+  guint ok;
+  double recall_sum, shed_sum;
+  guint64 scored;
+} Tally;
+
+/* The recall@10 of one OK response against its request's reference; its share shed. */
+static void
+tally_response (Tally *t, const Ref *r, const Sedp__Serving__PredictResponse *m)
+{
+  guint hits = 0;
+  for (gsize j = 0; j < MIN ((gsize) TOP, m->n_top_k); j++) {
+    guint64 id = m->top_k[j] < m->n_items ? m->items[m->top_k[j]]->id : 0;
+    for (guint k = 0; k < r->n_top; k++)
+      hits += id == r->top[k];
+  }
+  for (gsize i = 0; i < m->n_items; i++)
+    t->scored += m->items[i]->status == SEDP__SERVING__ITEM_RESULT__STATUS__SCORED;
+  t->ok++;
+  t->recall_sum += r->n_top ? (double) hits / r->n_top : 1.0;
+  t->shed_sum += m->n_items ? (double) m->shed_items / m->n_items : 0.0;
+}
+
+static void
+on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointer data)
+{
+  Tally *t = data;
+  double ms = latency_us / 1000.0;
+  g_array_append_val (t->latency_ms, ms);
+  if (status != 200 || body == NULL || index >= t->refs->len)
+    return;
+  gsize n;
+  const guint8 *p = g_bytes_get_data (body, &n);
+  Sedp__Serving__PredictResponse *m = sedp__serving__predict_response__unpack (NULL, n, p);
+  if (m && m->status == SEDP__SERVING__PREDICT_RESPONSE__STATUS__OK)
+    tally_response (t, &g_array_index (t->refs, Ref, index), m);
+  if (m)
+    sedp__serving__predict_response__free_unpacked (m, NULL);
+}
+
+typedef struct {
+  double answered, p99_ms, recall10, shed_share, items_per_s;
+} Outcome;
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* Open loop at @rate for @duration s against @url: the outcome over the workload. */
+static gboolean
+measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, double duration,
+         Outcome *out)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_http (url, w, &error);
+  Tally t = {refs, g_array_new (FALSE, FALSE, sizeof (double))};
+  SedpLoadgenConfig c;
+  sedp_loadgen_config_init (&c);
+  c.mode = SEDP_LOADGEN_OPEN;
+  c.rate = rate;
+  c.duration_s = duration;
+  c.on_response = on_response;
+  c.response_data = &t;
+  SedpLoadgenResults *res = gen ? sedp_loadgen_run (gen, &c, &error) : NULL;
+  if (res == NULL) {
+    fprintf (stderr, "shed: %s\n", error->message);
+    g_array_unref (t.latency_ms);
+    return FALSE;
+  }
+  const SedpLoadgenCounts *k = sedp_loadgen_results_get_counts (res);
+  g_array_sort (t.latency_ms, cmp_double);
+  guint n = t.latency_ms->len, at = n ? (guint) ceil (0.99 * n) - 1 : 0;
+  *out = (Outcome) {
+    .answered = k->arrivals ? (double) t.ok / k->arrivals : 0,
+    .p99_ms = n ? g_array_index (t.latency_ms, double, at) : 0,
+    .recall10 = t.ok ? t.recall_sum / t.ok : 0,
+    .shed_share = t.ok ? t.shed_sum / t.ok : 0,
+    .items_per_s = t.scored / k->wall_s,
+  };
+  g_array_unref (t.latency_ms);
+  sedp_loadgen_results_free (res);
+  return TRUE;
+}
+
+/* ---- the shedder alone ---- */
+
+typedef struct {
+  GMutex lock;
+  GCond cond;
+  guint done;
+} Done;
+
+static void
+on_done (SedpRequest *r, gpointer data)
+{
+  Done *d = data;
+  g_mutex_lock (&d->lock);
+  d->done++;
+  g_cond_signal (&d->cond);
+  g_mutex_unlock (&d->lock);
+}
+
+/* A request of @n candidates with random escores. */
+static SedpRequest *
+escored_request (guint seq, guint n, GRand *rand)
+{
+  char id[32];
+  g_snprintf (id, sizeof id, "r%u", seq);
+  SedpRequest *r = sedp_request_new (id, 0);
+  SedpFrame *items = sedp_frame_new (n);
+  gint64 *ids = sedp_column_int64_data (sedp_frame_add_column (items, "item_id", SEDP_COLUMN_INT64, 1));
+  float *es = sedp_column_float32_data (sedp_frame_add_column (items, "escore", SEDP_COLUMN_FLOAT32, 1));
+  for (guint i = 0; i < n; i++) {
+    ids[i] = i;
+    es[i] = (float) g_rand_double (rand);
+  }
+  sedp_request_set_frames (r, NULL, items);
+  return r;
+}
+
+/* The shed stage's mean process time per request of @n candidates, policy dnn with @model. */
+static double
+shedder_us (const char *model, guint n, guint requests)
+{
+  g_autofree char *text = g_strdup_printf (
+      "[pipeline]\ndeadline_ms = 60000\nframe_rows = 64\n"
+      "[stage reader]\nplugin = passthrough\nscope = request\n"
+      "[stage cands]\nplugin = passthrough\nafter = reader\n"
+      "[stage shed]\nplugin = shedder\nafter = cands\npolicy = dnn\nmodel = %s\n"
+      "[stage final]\nplugin = passthrough\nafter = shed\n", model);
+  SedpPipeline *p = bench_pipeline (text);
+  Done d = {0};
+  g_autoptr (GRand) rand = g_rand_new_with_seed (7);
+  for (guint i = 0; i < requests; i++) {
+    SedpRequest *r = escored_request (i, n, rand);
+    sedp_pipeline_submit (p, r, on_done, &d); /* the entry holds 1024: one at a time below */
+    sedp_request_unref (r);
+    g_mutex_lock (&d.lock);
+    while (d.done <= i)
+      g_cond_wait (&d.cond, &d.lock);
+    g_mutex_unlock (&d.lock);
+  }
+  double us = sedp_histogram_mean (sedp_metrics_histogram (sedp_pipeline_get_metrics (p), "shed",
+                                                           "stage_process_us", NULL, NULL, 0));
+  sedp_pipeline_free (p);
+  return us;
+}
+
+/* ---- the benchmark ---- */
+
+typedef struct {
+  char *sedp, *src, *data, *tmp;
+  SedpWorkload *workload;
+  GArray *refs;
+  double capacity, duration;
+  guint deadline_ms;
+} Bench;
+
+static const char *const policies[] = {"none", "reject", "dnn", "fixed", "control"};
+
+/* One policy at @rate: a fresh server of its pipeline, the measured run, the RESULT lines. */
+static gboolean
+run_policy (Bench *b, const char *policy, guint mult, double fixed_keep, Outcome *o)
+{
+  gboolean reject = strcmp (policy, "reject") == 0;
+  g_autofree char *src = g_build_filename (b->src, "pipelines", reject ? "ctr.pipeline" : "ctr-shed.pipeline", NULL);
+  /* The SEDA entry: what the pipeline serves in a quarter of the deadline waits, the rest is
+   * refused. */
+  guint queue = reject ? MAX (4, (guint) (b->capacity * b->deadline_ms / 4000.0)) : 0;
+  g_autofree char *pl = write_variant (src, b->data, b->tmp, policy, reject ? NULL : policy,
+                                       fixed_keep, queue);
+  Server s = {0};
+  gboolean ok = pl && server_start (&s, b->sedp, pl, reject ? "ctr" : "ctr-shed");
+  ok = ok && measure (s.url, b->workload, b->refs, mult * b->capacity, b->duration, o);
+  server_stop (&s);
+  if (!ok)
+    return FALSE;
+  const char *k[] = {"answered", "p99_ms", "recall10", "shed_share", "items_per_s"};
+  double v[] = {o->answered, o->p99_ms, o->recall10, o->shed_share, o->items_per_s};
+  for (guint i = 0; i < G_N_ELEMENTS (k); i++)
+    printf ("RESULT shed_%ux_%s_%s=%.4g\n", mult, policy, k[i], v[i]);
+  fflush (stdout);
+  return TRUE;
+}
+
+/* Every policy at @mult × C; fixed keeps what dnn kept at the same load. */
+static gboolean
+run_load (Bench *b, guint mult)
+{
+  double dnn_keep = 1.0;
+  for (guint i = 0; i < G_N_ELEMENTS (policies); i++) {
+    Outcome o;
+    gboolean fixed = strcmp (policies[i], "fixed") == 0;
+    if (!run_policy (b, policies[i], mult, fixed ? dnn_keep : 1.0, &o))
+      return FALSE;
+    if (strcmp (policies[i], "dnn") == 0)
+      dnn_keep = 1.0 - o.shed_share;
+  }
+  return TRUE;
+}
+
+/* The highest rate of ctr-shed with nothing shed whose p99 keeps the deadline. */
+static double
+find_capacity (Bench *b, double probe_s)
+{
+  g_autofree char *src = g_build_filename (b->src, "pipelines", "ctr-shed.pipeline", NULL);
+  g_autofree char *pl = write_variant (src, b->data, b->tmp, "capacity", "none", 1, 0);
+  Server s = {0};
+  double c = 0;
+  if (pl && server_start (&s, b->sedp, pl, "ctr-shed")) {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_http (s.url, b->workload, &error);
+    SedpLoadgenConfig cfg;
+    sedp_loadgen_config_init (&cfg);
+    cfg.duration_s = probe_s;
+    cfg.concurrency = 8;
+    SedpLoadgenSearch search;
+    sedp_loadgen_search_init (&search);
+    search.slo_p99_ms = b->deadline_ms;
+    SedpLoadgenCapacity cap = {0};
+    if (gen && sedp_loadgen_find_capacity (gen, &cfg, &search, &cap, &error))
+      c = cap.capacity_rps;
+    else
+      fprintf (stderr, "shed: capacity: %s\n", error ? error->message : "no target");
+    sedp_loadgen_capacity_clear (&cap);
+  }
+  server_stop (&s);
+  return c;
+}
+
+/* Writes lines [@from, @to) of @path (JSON Lines) to @out. */
+static gboolean
+split_lines (const char *path, guint from, guint to, const char *out)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return FALSE;
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autoptr (GString) o = g_string_new (NULL);
+  for (guint i = from; i < to && lines[i] && lines[i][0]; i++)
+    g_string_append_printf (o, "%s\n", lines[i]);
+  return g_file_set_contents (out, o->str, (gssize) o->len, NULL);
+}
+
+/* Prepares the example under @b->data (once per --requests/--items), splits its requests into
+ * train.jsonl and bench.jsonl, trains the pruning DNN on the first. */
+static gboolean
+prepare (Bench *b, guint requests, const char *items)
+{
+  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%u-%s", b->data, requests, items);
+  g_autofree char *all = g_build_filename (b->data, "requests.jsonl", NULL);
+  g_autofree char *train = g_build_filename (b->data, "train.jsonl", NULL);
+  g_autofree char *bench = g_build_filename (b->data, "bench.jsonl", NULL);
+  g_autofree char *model = g_build_filename (b->data, "shedder.onnx", NULL);
+  if (!g_file_test (stamp, G_FILE_TEST_EXISTS)) {
+    g_autofree char *prep = g_build_filename (b->src, "examples", "ctr", "prepare", NULL);
+    g_autofree char *n_s = g_strdup_printf ("%u", requests), *out = g_strdup_printf ("--out=%s", b->data);
+    char *pargv[] = {prep, "--requests", n_s, "--items", (char *) items, out, NULL};
+    g_autofree char *o = bench_run_capture (pargv);
+    if (o == NULL || !split_lines (all, 0, requests / 2, train) ||
+        !split_lines (all, requests / 2, requests, bench))
+      return FALSE;
+    g_autofree char *src = g_build_filename (b->src, "pipelines", "ctr-shed.pipeline", NULL);
+    g_autofree char *pl = write_variant (src, b->data, b->tmp, "train", "dnn", 1, 0);
+    char *targv[] = {b->sedp, "shed", "train", pl, "--requests", train, "--requests-format",
+                     "predict-jsonl", "-o", model, NULL};
+    g_autofree char *t = bench_run_capture (targv);
+    if (t == NULL)
+      return FALSE;
+    g_file_set_contents (stamp, "", 0, NULL);
+  }
+  return TRUE;
+}
+
+/* The workload (bench.jsonl, protobuf), its references and the escores' rank correlation. */
+static gboolean
+load_workload (Bench *b)
+{
+  g_autofree char *bench = g_build_filename (b->data, "bench.jsonl", NULL);
+  g_autofree char *exp = g_build_filename (b->data, "expected.tsv", NULL);
+  g_autoptr (GHashTable) expected = read_expected (exp);
+  g_autoptr (GArray) es = g_array_new (FALSE, FALSE, sizeof (float));
+  g_autoptr (GArray) sc = g_array_new (FALSE, FALSE, sizeof (float));
+  b->refs = expected ? read_refs (bench, expected, es, sc) : NULL;
+  g_autoptr (GError) error = NULL;
+  b->workload = sedp_workload_load (bench, SEDP_WORKLOAD_PROTOBUF, &error);
+  if (b->refs == NULL || b->workload == NULL) {
+    fprintf (stderr, "shed: cannot read the workload %s or %s%s%s\n", bench, exp,
+             error ? ": " : "", error ? error->message : "");
+    return FALSE;
+  }
+  guint items = 0;
+  for (guint i = 0; i < b->refs->len; i++)
+    items += g_array_index (b->refs, Ref, i).n;
+  fprintf (stderr, "shed: workload: %u requests, %.0f candidates each on average\n", b->refs->len,
+           (double) items / b->refs->len);
+  printf ("RESULT escore_spearman=%.4f\n", spearman ((float *) es->data, (float *) sc->data, es->len));
+  return TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  gint requests = 256, loads = 3, deadline = 500;
+  double duration = 20, probe = 6;
+  g_autofree char *items = NULL;
+  GOptionEntry entries[] = {
+    {"requests", 0, 0, G_OPTION_ARG_INT, &requests, "Requests prepared (half train, half workload; default 256)", "N"},
+    {"items", 0, 0, G_OPTION_ARG_STRING, &items, "Candidates per request (default 100-500)", "MIN-MAX"},
+    {"duration", 0, 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds per measured run (default 20)", "S"},
+    {"probe", 0, 0, G_OPTION_ARG_DOUBLE, &probe, "Seconds per capacity probe (default 6)", "S"},
+    {"loads", 0, 0, G_OPTION_ARG_INT, &loads, "Loads 1× … N× capacity (default 3)", "N"},
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("— load shedding on the CTR example");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || requests < 4 || loads < 1 || duration <= 0) {
+    fprintf (stderr, "shed: %s\n", error ? error->message : "bad option value");
+    return 2;
+  }
+  if (g_getenv ("SEDP_BENCH_QUICK"))
+    duration = 4, probe = 2, requests = MIN (requests, 64);
+  Bench b = {.duration = duration, .deadline_ms = (guint) deadline};
+  g_autofree char *build = NULL;
+  bench_paths (&build, &b.src, &b.sedp, &b.data);
+  g_free (b.data);
+  b.data = g_build_filename (build, "shed-data", NULL);
+  b.tmp = g_dir_make_tmp ("sedp-shed-XXXXXX", NULL);
+  if (!prepare (&b, (guint) requests, items ? items : "100-500") || !load_workload (&b))
+    return 1;
+  printf ("RESULT shed_deadline_ms=%u\n", b.deadline_ms);
+  b.capacity = find_capacity (&b, probe);
+  printf ("RESULT shed_capacity_rps=%.1f\n", b.capacity);
+  fflush (stdout);
+  for (gint m = 1; b.capacity > 0 && m <= loads; m++)
+    if (!run_load (&b, (guint) m))
+      return 1;
+  g_autofree char *model = g_build_filename (b.data, "shedder.onnx", NULL);
+  printf ("RESULT shedder_us_per_request=%.1f\n", shedder_us (model, 500, 2000));
+  return b.capacity > 0 ? 0 : 1;
+}
