@@ -60,6 +60,8 @@ void
 sedp_load_init_stage (SedpPipeline *p, Stage *s)
 {
   s->residence = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  s->rows_done = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
+  s->busy_us = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   s->load = g_new0 (LoadCache, 1);
   /* Which stages come after @s: a walk from its outputs (the graph is a DAG). */
   s->downstream = g_new0 (guint8, p->n_stages);
@@ -81,8 +83,20 @@ void
 sedp_load_clear_stage (Stage *s)
 {
   sedp_latency_window_free (s->residence);
+  sedp_latency_window_free (s->rows_done);
+  sedp_latency_window_free (s->busy_us);
   g_free (s->load);
   g_free (s->downstream);
+}
+
+/* Items @d can process per second with all its workers busy: the rows it processed over the
+ * time it spent in process, in the window; 0 when it processed nothing. */
+static double
+stage_capacity (Stage *d, gint64 now)
+{
+  guint64 rows = sedp_latency_window_count (d->rows_done, now);
+  guint64 busy = sedp_latency_window_count (d->busy_us, now);
+  return busy ? (double) rows / busy * 1e6 * d->ctx.parallelism : 0.0;
 }
 
 /* The longest path after @s, each stage weighed by its windowed p99 of residence; and the
@@ -105,6 +119,9 @@ read_downstream (Stage *s, gint64 now, SedpLoadSnapshot *o)
               longest;
     o->downstream_queued += sedp_load_queued (d);
     o->downstream_capacity += sedp_load_capacity (d);
+    double cap = d->ctx.scope == SEDP_SCOPE_ITEM ? stage_capacity (d, now) : 0.0;
+    if (cap > 0)
+      o->downstream_item_capacity = o->downstream_item_capacity > 0 ? MIN (o->downstream_item_capacity, cap) : cap;
   }
   for (guint k = 0; k < s->node->n_outputs; k++)
     o->downstream_p99_us = MAX (o->downstream_p99_us, path[s->node->outputs[k]]);

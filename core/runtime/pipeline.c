@@ -273,8 +273,13 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
   }
   gint64 t1 = g_get_monotonic_time ();
   sedp_histogram_observe (s->m_latency, (double) (t1 - t0));
-  for (guint i = 0; i < live; i++)
+  guint rows = 0;
+  for (guint i = 0; i < live; i++) {
     sedp_latency_window_observe (s->residence, t1 - evs[i]->enqueued_at, t1);
+    rows += evs[i]->frame ? sedp_frame_get_n_rows (evs[i]->frame) : 0;
+  }
+  sedp_latency_window_observe_n (s->rows_done, 0, rows, t1);
+  sedp_latency_window_observe_n (s->busy_us, 0, (guint) MIN (t1 - t0, G_MAXUINT), t1);
   for (guint i = 0; i < live; i++) {
     if (s->drop && evs[i]->frame)
       drop_columns (s, evs[i]->frame);

@@ -101,6 +101,8 @@ struct _Stage {
   SedpHistogram *m_batch;
   SedpHistogram *m_latency;
   SedpLatencyWindow *residence; /* per event: from its enqueue to the end of process (load.c) */
+  SedpLatencyWindow *rows_done; /* rows of the events processed (a count: sums, not values) */
+  SedpLatencyWindow *busy_us;   /* microseconds spent in process (a count, likewise) */
   guint8 *downstream;          /* per node: 1 when it comes after this stage */
   LoadCache *load;             /* the last load snapshot read by this stage */
 };

@@ -54,14 +54,14 @@ guint shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff);
 /**
  * shed_fit_share:
  * @in_flight: items in the pipeline not finished yet, this request's @n among them
- * @rate: items the pipeline finishes per second (recently)
+ * @rate: items the pipeline can process per second (its service rate)
  * @n: the request's candidates
  * @elapsed_us: how long the request has taken so far
  * @target_us: when it should be done, from its start
  *
  * The `control` policy: the share of the request's candidates that it can keep and still be
- * done by @target_us, by Little's law: the items ahead of it take `(in_flight − n) / rate`
- * seconds, its own `share × n / rate`. 1 when @rate is not positive (nothing measured yet),
+ * done by @target_us: the items ahead of it take `(in_flight − n) / rate` seconds, its own
+ * `share × n / rate`. 1 when @rate is not positive (nothing measured yet),
  * 0 when even the items ahead of it are late.
  */
 double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, double target_us);

@@ -1274,6 +1274,82 @@ test_burst_memory_given_back (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* The number of items of status SHED in a JSON response, and its "shed_items" (-1: absent). */
+static guint
+count_shed (const char *body, int *shed_items)
+{
+  guint n = 0;
+  for (const char *p = body; p && (p = strstr (p, "\"status\":\"SHED\"")); p++)
+    n++;
+  const char *si = body ? strstr (body, "\"shed_items\":") : NULL;
+  *shed_items = si ? atoi (si + strlen ("\"shed_items\":")) : -1;
+  return n;
+}
+
+/* A served pipeline briefly overloaded (64 requests at once, 2.6 s of work against a 2 s
+ * deadline) behind a shedder of policy control: every request is answered 200, those that met
+ * the queue with some of their items shed, each marked "shed" and counted in shed_items. */
+static void
+test_overload_shed (void)
+{
+  const char *shed = "[pipeline]\nname = shed\ndeadline_ms = 2000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage cands]\nplugin = passthrough\nafter = reader\n"
+                     "[stage shed]\nplugin = shedder\nafter = cands\npolicy = control\nmin_keep = 1\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = shed\nsleep_per_row_us = 2000\n"
+                     "output = score\n";
+  const char *pipelines[] = {shed, NULL};
+  Server s;
+  CU_ASSERT_TRUE_FATAL (server_start (&s, pipelines, NULL));
+  g_autoptr (GString) json = g_string_new ("{\"items\": [");
+  for (guint i = 0; i < 20; i++)
+    g_string_append_printf (json, "%s{\"id\": %u, \"escore\": %u.5}", i ? ", " : "", i, (i * 7) % 20);
+  g_string_append (json, "]}");
+  guint total = 0;
+  for (guint i = 0; i < 3; i++) { /* the pipeline's service rate is known before the burst */
+    Resp r;
+    int shed_items;
+    predict_json (s.port, "shed", json->str, &r);
+    CU_ASSERT_EQUAL (r.status, 200);
+    total += count_shed (r.body, &shed_items); /* one at a time: nothing to shed */
+    resp_clear (&r);
+  }
+  CU_ASSERT_EQUAL (total, 0);
+  enum { N = 64 };
+  Call calls[N];
+  GThread *threads[N];
+  for (guint i = 0; i < N; i++) {
+    calls[i] = (Call) {s.port, "shed", {0}, json->str};
+    threads[i] = g_thread_new ("client", call_thread, &calls[i]);
+  }
+  guint ok = 0, with_shed = 0, mismatched = 0;
+  for (guint i = 0; i < N; i++) {
+    g_thread_join (threads[i]);
+    int shed_items;
+    guint marked = count_shed (calls[i].resp.body, &shed_items);
+    ok += calls[i].resp.status == 200;
+    with_shed += marked > 0;
+    total += marked;
+    mismatched += marked ? (int) marked != shed_items : shed_items != -1;
+    if (calls[i].resp.status != 200)
+      fprintf (stderr, "\n  status %d: %.200s\n", calls[i].resp.status,
+               calls[i].resp.body ? calls[i].resp.body : "");
+    resp_clear (&calls[i].resp);
+  }
+  CU_ASSERT_EQUAL (ok, N);
+  CU_ASSERT (with_shed > 0);
+  CU_ASSERT_EQUAL (mismatched, 0);
+  Resp m;
+  get (s.port, "/metrics", &m);
+  double counted = metric_value (m.body, "sedp_shedder_shed_items_total{pipeline=\"shed\",stage=\"shed\"} ");
+  if (counted != total)
+    fprintf (stderr, "\n  %u items marked shed, %g counted\n", total, counted);
+  CU_ASSERT_EQUAL (counted, total);
+  resp_clear (&m);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* Bad command lines: one clear error. */
 static void
 test_command_line (void)
@@ -1353,6 +1429,7 @@ main (void)
     T (test_deadline),
     T (test_client_deadline),
     T (test_deadline_from_accept),
+    T (test_overload_shed),
     T (test_sigterm_drains),
     T (test_client_disconnect),
     T (test_feedback_invalidates),
