@@ -89,14 +89,14 @@ sedp_load_clear_stage (Stage *s)
   g_free (s->downstream);
 }
 
-/* Items @d can process per second with all its workers busy: the rows it processed over the
- * time it spent in process, in the window; 0 when it processed nothing. */
+/* The seconds of `process` one row costs @d (over its workers), in the window; 0 when it
+ * processed nothing. */
 static double
-stage_capacity (Stage *d, gint64 now)
+stage_row_cost (Stage *d, gint64 now)
 {
   guint64 rows = sedp_latency_window_count (d->rows_done, now);
   guint64 busy = sedp_latency_window_count (d->busy_us, now);
-  return busy ? (double) rows / busy * 1e6 * d->ctx.parallelism : 0.0;
+  return rows ? (double) busy / rows / 1e6 / d->ctx.parallelism : 0.0;
 }
 
 /* The longest path after @s, each stage weighed by its windowed p99 of residence; and the
@@ -105,6 +105,7 @@ static void
 read_downstream (Stage *s, gint64 now, SedpLoadSnapshot *o)
 {
   SedpPipeline *p = s->pipeline;
+  double cost = 0; /* seconds per item of the item stages after @s, added */
   double *path = g_newa (double, p->n_stages);
   for (guint t = p->n_stages; t-- > 0;) {
     guint n = p->graph->topo[t];
@@ -119,12 +120,12 @@ read_downstream (Stage *s, gint64 now, SedpLoadSnapshot *o)
               longest;
     o->downstream_queued += sedp_load_queued (d);
     o->downstream_capacity += sedp_load_capacity (d);
-    double cap = d->ctx.scope == SEDP_SCOPE_ITEM ? stage_capacity (d, now) : 0.0;
-    if (cap > 0)
-      o->downstream_item_capacity = o->downstream_item_capacity > 0 ? MIN (o->downstream_item_capacity, cap) : cap;
+    if (d->ctx.scope == SEDP_SCOPE_ITEM)
+      cost += stage_row_cost (d, now);
   }
   for (guint k = 0; k < s->node->n_outputs; k++)
     o->downstream_p99_us = MAX (o->downstream_p99_us, path[s->node->outputs[k]]);
+  o->downstream_item_capacity = cost > 0 ? 1.0 / cost : 0.0;
 }
 
 static void

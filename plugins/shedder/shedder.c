@@ -127,9 +127,10 @@ model_keep (Shedder *s, guint worker, const float *features)
 
 /* The `control` policy's cutoff for a request of @n candidates. The share it may keep to be done
  * by target_ms (else 80 % of its deadline budget) behind the work already in flight: the
- * pipeline's items in flight drained at the rate the stages after this one can process items
- * (their service rate, not the throughput, which at light load is only the demand;
- * shed_fit_share), and no
+ * pipeline's items in flight drained at its service rate (shed_fit_share): the items finished per
+ * second when that is more (a busy pipeline's throughput is its capacity), else what the stages
+ * after this one can process on one core (at light load the throughput is only the demand), and
+ * no
  * more than the recent requests' fitting shares, smoothed: requests then lose about the same
  * share, which keeps more of the top K than cutting deep into the few that meet a queue (recall
  * falls faster the more is cut). Nothing is shed while the work ahead leaves room. */
@@ -141,8 +142,8 @@ control_cutoff (Shedder *s, SedpRequest *req, guint n)
   double elapsed = (double) sedp_request_get_elapsed_us (req);
   double remaining = (double) sedp_request_get_remaining_us (req);
   double target = s->target_us > 0 ? s->target_us : DEFAULT_TARGET_SHARE * (elapsed + remaining);
-  double fit = shed_fit_share (load.items_in_flight, load.downstream_item_capacity, n, elapsed,
-                               target);
+  double rate = MAX (load.item_rate, load.downstream_item_capacity);
+  double fit = shed_fit_share (load.items_in_flight, rate, n, elapsed, target);
   g_mutex_lock (&s->lock);
   s->smooth += SMOOTHING * (fit - s->smooth);
   double share = MIN (fit, s->smooth);

@@ -28,11 +28,11 @@ G_BEGIN_DECLS
  * @item_rate: items finished scored (or answered early) per second over the window: the work
  *   the pipeline does; with @items_in_flight, Little's law gives the time the work in flight
  *   needs (`items_in_flight / item_rate` seconds)
- * @downstream_item_capacity: the items per second the stages after the caller can process with
- *   their workers busy: the least, over the item-scope stages among them, of the rows each
- *   processed per second spent in `process` (times its workers), over the window; the pipeline's
- *   service rate, not its throughput (which is only the demand when the pipeline is not busy);
- *   0 when none of them processed anything in the window
+ * @downstream_item_capacity: the items per second the stages after the caller can process, as if
+ *   they shared one core: 1 over the sum, over the item-scope stages among them, of the
+ *   `process` time one row costs each (over its workers), in the window. A service rate, not
+ *   the throughput (which is only the demand when the pipeline is not busy), and a lower bound
+ *   when the stages run on several cores; 0 when none of them processed anything
  * @reserved: zero; room for fields of later minor ABI versions
  *
  * The pipeline's load, read by sedp_stage_context_read_load(). Percentiles are the upper bound
