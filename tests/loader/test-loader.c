@@ -132,7 +132,7 @@ test_not_a_module (void)
     CU_ASSERT_PTR_NULL (error);
     CU_ASSERT_PTR_NOT_NULL (info);
     g_autoptr (GPtrArray) list = sedp_registry_list (reg);
-    CU_ASSERT_EQUAL (list->len, 9);
+    CU_ASSERT_EQUAL (list->len, 10);
   }
   g_unlink (garbage);
   g_unlink (libjunk);
@@ -304,7 +304,7 @@ test_path_lookup_does_not_extend_search_path (void)
   CU_ASSERT (error && error->domain == SEDP_LOADER_ERROR &&
              error->code == SEDP_LOADER_ERROR_NOT_FOUND);
   g_autoptr (GPtrArray) list = sedp_registry_list (reg);
-  CU_ASSERT_EQUAL (list->len, 9);
+  CU_ASSERT_EQUAL (list->len, 10);
 }
 
 static gboolean
@@ -411,7 +411,7 @@ test_list_sorted_unique (void)
   const char *const expected[] = {"cube_accessor",   "data_reader", "fault_injector",
                                   "feature_processor", "model_inference", "passthrough",
                                   "query_cache",     "responder",   "shadow",
-                                  "synthetic_work"};
+                                  "shedder",         "synthetic_work"};
   CU_ASSERT_EQUAL_FATAL (list->len, G_N_ELEMENTS (expected));
   for (guint i = 0; i < list->len; i++) {
     const SedpPluginInfo *info = list->pdata[i];
