@@ -314,6 +314,7 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
   c.mode = SEDP_LOADGEN_OPEN;
   c.rate = rate;
   c.duration_s = duration;
+  c.http_timeout_s = 5; /* ten deadlines: an overload's drain stays short */
   c.on_response = on_response;
   c.response_data = &t;
   SedpLoadgenResults *res = gen ? sedp_loadgen_run (gen, &c, &error) : NULL;

@@ -4,9 +4,6 @@
 #include "loadgen-private.h"
 #include "predict-pb.h"
 
-/* Seconds a request may take before it fails as a transport error. */
-#define HTTP_TIMEOUT_S 60
-
 static gboolean
 http_start (LoadRun *run, GError **error)
 {
@@ -15,7 +12,8 @@ http_start (LoadRun *run, GError **error)
                                                       : run->config.concurrency;
   /* More connections than requests in flight: libsoup never queues one behind another. */
   run->session = soup_session_new_with_options ("max-conns", conns + 8, "max-conns-per-host",
-                                                conns + 8, "timeout", HTTP_TIMEOUT_S, NULL);
+                                                conns + 8, "timeout", run->config.http_timeout_s,
+                                                NULL);
   return TRUE;
 }
 

@@ -13,6 +13,7 @@ sedp_loadgen_config_init (SedpLoadgenConfig *c)
   c->duration_s = 10;
   c->max_in_flight = SEDP_LOADGEN_DEFAULT_MAX_IN_FLIGHT;
   c->seed = 1;
+  c->http_timeout_s = 60;
 }
 
 static gboolean
@@ -37,6 +38,8 @@ sedp_loadgen_config_check (const SedpLoadgenConfig *c, GError **error)
                          c->rate);
   else if (c->mode == SEDP_LOADGEN_OPEN && (c->max_in_flight < 1 || c->max_in_flight > 1000000))
     m = g_strdup_printf ("max_in_flight %u: must be from 1 to 1000000", c->max_in_flight);
+  else if (c->http_timeout_s < 1 || c->http_timeout_s > 3600)
+    m = g_strdup_printf ("http_timeout_s %u: must be from 1 to 3600 seconds", c->http_timeout_s);
   else if (c->mode != SEDP_LOADGEN_CLOSED && c->mode != SEDP_LOADGEN_OPEN)
     m = g_strdup_printf ("mode %d: must be SEDP_LOADGEN_CLOSED or SEDP_LOADGEN_OPEN", (int) c->mode);
   return m ? config_error (error, m) : TRUE;

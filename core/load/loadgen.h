@@ -58,6 +58,8 @@ typedef void (*SedpLoadgenResponseFunc) (guint index, guint status, GBytes *body
  * @seed: open loop: the seed of the arrival draws (the same seed, the same schedule)
  * @progress: (nullable): called about once a second during the run
  * @progress_data: @progress's user data
+ * @http_timeout_s: HTTP: the seconds a request may take before it fails as a transport error
+ *   (libsoup's timeout), 1 to 3600 (default 60): what bounds the drain after an overload
  * @on_response: (nullable): called with every HTTP answer
  * @response_data: @on_response's user data
  *
@@ -73,12 +75,13 @@ typedef struct {
   guint64 seed;
   SedpLoadgenProgressFunc progress;
   gpointer progress_data;
+  guint http_timeout_s;
   SedpLoadgenResponseFunc on_response;
   gpointer response_data;
 } SedpLoadgenConfig;
 
 /* The defaults: closed loop, 1 client, 10 s; rate 0 (to be set for the open loop), max_in_flight
- * SEDP_LOADGEN_DEFAULT_MAX_IN_FLIGHT, seed 1, no progress. */
+ * SEDP_LOADGEN_DEFAULT_MAX_IN_FLIGHT, seed 1, HTTP timeout 60 s, no progress. */
 SEDP_API void sedp_loadgen_config_init (SedpLoadgenConfig *config);
 
 /* Returns: %FALSE with @error (%SEDP_LOADGEN_ERROR_CONFIG naming the field, its value and its
