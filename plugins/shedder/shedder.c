@@ -1,8 +1,9 @@
 /* shedder — drops the least promising candidates of each request under load, before the
  * expensive stages (docs/load-shedding.md). Request scope, after an item-scope stage so that it
  * gets the gathered items: per request it orders the candidates by escore, decides the share
- * to keep by its policy (dnn: the pruning DNN on the request's features; control: a feedback
- * controller on the pipeline's latency; fixed; none) and sheds the rest (status "shed"). */
+ * to keep by its policy (dnn: the pruning DNN on the request's features and the control share as
+ * its quota; control: the share that fits the request's deadline behind the work in flight;
+ * fixed; none) and sheds the rest (status "shed"). */
 #include <sedp/sedp.h>
 
 #include "shed-math.h"
@@ -289,8 +290,9 @@ shedder_process (gpointer instance, SedpEvent *const *events, guint n_events, gu
 
 static const SedpOptionSpec shedder_options[] = {
   SEDP_OPTION_ENUM_SPEC ("policy", "control", "dnn|control|fixed|none",
-                         "how the share kept is chosen: the pruning DNN, a feedback controller on "
-                         "the latency, a fixed share, or nothing shed"),
+                         "how the share kept is chosen: the pruning DNN, the share that fits each "
+                         "request's deadline behind the work in flight, a fixed share, or nothing "
+                         "shed"),
   SEDP_OPTION_PATH_SPEC ("model", NULL, FALSE,
                          "the pruning DNN (ONNX, from `sedp shed train`), for policy dnn"),
   SEDP_OPTION_STRING_SPEC ("escore", "escore",
