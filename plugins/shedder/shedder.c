@@ -14,7 +14,7 @@
 typedef enum { POLICY_NONE, POLICY_FIXED, POLICY_CONTROL, POLICY_DNN } Policy;
 
 /* Without target_ms, a request should be done by this share of its deadline budget. */
-#define DEFAULT_TARGET_SHARE 0.8
+#define DEFAULT_TARGET_SHARE 0.6
 /* The weight of each request's fitting share in the smoothed share (about the last ten). */
 #define SMOOTHING 0.1
 
@@ -127,14 +127,14 @@ model_keep (Shedder *s, guint worker, const float *features)
 /* ---- the decision ---- */
 
 /* The `control` policy's cutoff for a request of @n candidates. The share it may keep to be done
- * by target_ms (else 80 % of its deadline budget) behind the work already in flight: the
+ * by target_ms (else 60 % of its deadline budget) behind the work already in flight: the
  * pipeline's items in flight drained at its service rate (shed_fit_share): the items finished per
  * second when that is more (a busy pipeline's throughput is its capacity), else what the stages
- * after this one can process on one core (at light load the throughput is only the demand), and
- * no
- * more than the recent requests' fitting shares, smoothed: requests then lose about the same
- * share, which keeps more of the top K than cutting deep into the few that meet a queue (recall
- * falls faster the more is cut). Nothing is shed while the work ahead leaves room. */
+ * after this one can process on one core (at light load the throughput is only the demand).
+ * Every request then keeps the recent requests' fitting shares, smoothed, so that requests of a
+ * moment lose about the same share (recall falls faster the more is cut, so cutting a few deeply
+ * loses more of the top K); only a request whose own fit is under half of that is cut to its
+ * fit. Nothing is shed while the work ahead leaves room. */
 static double
 control_cutoff (Shedder *s, SedpRequest *req, guint n)
 {
@@ -147,7 +147,7 @@ control_cutoff (Shedder *s, SedpRequest *req, guint n)
   double fit = shed_fit_share (load.items_in_flight, rate, n, elapsed, target);
   g_mutex_lock (&s->lock);
   s->smooth += SMOOTHING * (fit - s->smooth);
-  double share = MIN (fit, s->smooth);
+  double share = fit < 0.5 * s->smooth ? fit : s->smooth; /* a late request: cut to fit */
   g_mutex_unlock (&s->lock);
   return 1.0 - share;
 }
@@ -302,7 +302,7 @@ static const SedpOptionSpec shedder_options[] = {
                         "never fewer candidates kept (at least the responder's top K)"),
   SEDP_OPTION_DOUBLE_SPEC ("max_cutoff", "0.9", 0, 1, "never a larger share shed"),
   SEDP_OPTION_DOUBLE_SPEC ("target_ms", "0", 0, 3600000,
-                           "when a request should be done, from its start (0: at 80 % of its "
+                           "when a request should be done, from its start (0: at 60 % of its "
                            "deadline budget)"),
   SEDP_OPTION_END,
 };
