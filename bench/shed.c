@@ -22,6 +22,8 @@
 #include "load/capacity.h"
 #include "sedp.pb-c.h"
 
+#include <glib/gstdio.h>
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,13 +92,17 @@ read_refs (const char *path, GHashTable *expected, GArray *es, GArray *sc)
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
   for (guint l = 0; lines[l] && lines[l][0]; l++) {
     g_autoptr (JsonParser) p = json_parser_new ();
-    if (!json_parser_load_from_data (p, lines[l], -1, NULL))
+    if (!json_parser_load_from_data (p, lines[l], -1, NULL)) {
+      g_array_unref (refs);
       return NULL;
+    }
     JsonObject *o = json_node_get_object (json_parser_get_root (p));
     GArray *items = g_hash_table_lookup (expected, json_object_get_string_member (o, "request_id"));
     JsonArray *ja = json_object_get_array_member (o, "items");
-    if (items == NULL || items->len != json_array_get_length (ja))
+    if (items == NULL || items->len != json_array_get_length (ja)) {
+      g_array_unref (refs);
       return NULL;
+    }
     for (guint i = 0; i < items->len; i++) {
       float e = (float) json_object_get_double_member (json_array_get_object_element (ja, i), "escore");
       g_array_append_val (es, e);
@@ -554,6 +560,21 @@ load_workload (Bench *b)
   return TRUE;
 }
 
+/* Removes the pipeline copies of @dir, then @dir. */
+static void
+remove_tmp (const char *dir)
+{
+  GDir *d = dir ? g_dir_open (dir, 0, NULL) : NULL;
+  for (const char *name; d && (name = g_dir_read_name (d));) {
+    g_autofree char *path = g_build_filename (dir, name, NULL);
+    g_unlink (path);
+  }
+  if (d)
+    g_dir_close (d);
+  if (dir)
+    g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -582,16 +603,25 @@ main (int argc, char **argv)
   bench_paths (&build, &b.src, &b.sedp, &b.data);
   g_free (b.data);
   b.data = g_build_filename (build, "shed-data", NULL);
-  b.tmp = g_dir_make_tmp ("sedp-shed-XXXXXX", NULL);
-  if (!prepare (&b, (guint) requests, items ? items : "100-500") || !load_workload (&b))
+  b.tmp = g_dir_make_tmp ("sedp-shed-XXXXXX", &error);
+  if (b.tmp == NULL) {
+    fprintf (stderr, "shed: %s\n", error->message);
     return 1;
+  }
+  gboolean ok = prepare (&b, (guint) requests, items ? items : "100-500") && load_workload (&b);
+  if (!ok) {
+    remove_tmp (b.tmp);
+    return 1;
+  }
   printf ("RESULT shed_deadline_ms=%u\n", b.deadline_ms);
   b.capacity = find_capacity (&b, probe);
   printf ("RESULT shed_capacity_rps=%.1f\n", b.capacity);
   fflush (stdout);
-  for (gint m = 1; b.capacity > 0 && m <= loads; m++)
-    if (!run_load (&b, (guint) m))
-      return 1;
+  for (gint m = 1; ok && b.capacity > 0 && m <= loads; m++)
+    ok = run_load (&b, (guint) m);
+  remove_tmp (b.tmp);
+  if (!ok)
+    return 1;
   g_autofree char *model = g_build_filename (b.data, "shedder.onnx", NULL);
   printf ("RESULT shedder_us_per_request=%.1f\n", shedder_us (model, 500, 2000));
   return b.capacity > 0 ? 0 : 1;

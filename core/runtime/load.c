@@ -63,20 +63,14 @@ sedp_load_init_stage (SedpPipeline *p, Stage *s)
   s->rows_done = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   s->busy_us = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   s->load = g_new0 (LoadCache, 1);
-  /* Which stages come after @s: a walk from its outputs (the graph is a DAG). */
+  /* Which stages come after @s: in topological order, those with an input that is @s or after it. */
   s->downstream = g_new0 (guint8, p->n_stages);
-  GArray *todo = g_array_new (FALSE, FALSE, sizeof (guint));
-  g_array_append_vals (todo, s->node->outputs, s->node->n_outputs);
-  while (todo->len > 0) {
-    guint n = g_array_index (todo, guint, todo->len - 1);
-    g_array_set_size (todo, todo->len - 1);
-    if (s->downstream[n])
-      continue;
-    s->downstream[n] = 1;
-    const SedpGraphNode *node = &p->graph->nodes[n];
-    g_array_append_vals (todo, node->outputs, node->n_outputs);
+  for (guint t = 0; t < p->n_stages; t++) {
+    const SedpGraphNode *node = &p->graph->nodes[p->graph->topo[t]];
+    for (guint k = 0; k < node->n_inputs; k++)
+      if (node->inputs[k] == s->node->index || s->downstream[node->inputs[k]])
+        s->downstream[node->index] = 1;
   }
-  g_array_unref (todo);
 }
 
 void

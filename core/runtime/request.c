@@ -324,15 +324,16 @@ items_left (SedpRequest *r, guint n)
     g_atomic_int_add (&r->pipeline->items_inflight, -(gint) n);
 }
 
-static void
+/* Sets @item's status (and message); returns 1 when it was pending (it left the items in flight,
+ * which the caller counts with items_left() once per frame), else 0. */
+static guint
 set_item (SedpRequest *r, guint item, SedpItemStatus status, const char *message)
 {
   SedpResult *res = &r->result;
   if (item >= res->n_items || res->item_status[item] == SEDP_ITEM_FAILED ||
       res->item_status[item] == SEDP_ITEM_DROPPED || res->item_status[item] == SEDP_ITEM_SHED)
-    return;
-  if (res->item_status[item] == SEDP_ITEM_PENDING)
-    items_left (r, 1);
+    return 0;
+  guint left = res->item_status[item] == SEDP_ITEM_PENDING;
   res->item_status[item] = (guint8) status;
   if (message) {
     if (res->item_message == NULL)
@@ -340,6 +341,7 @@ set_item (SedpRequest *r, guint item, SedpItemStatus status, const char *message
     g_free (res->item_message[item]);
     res->item_message[item] = g_strdup (message);
   }
+  return left;
 }
 
 void
@@ -377,19 +379,21 @@ void
 sedp_request_record_rows (SedpRequest *r, const SedpFrame *frame, const char *stage)
 {
   g_mutex_lock (&r->lock);
+  guint left = 0;
   for (guint row = 0; row < frame->n_rows; row++) {
     SedpRowState st = sedp_frame_get_row_state (frame, row);
     if (st == SEDP_ROW_LIVE || st == SEDP_ROW_ANSWERED)
       continue; /* answered rows are recorded with their columns (sedp_request_record_answered) */
     guint item = sedp_frame_get_item_index (frame, row);
     if (st == SEDP_ROW_DROPPED || st == SEDP_ROW_SHED) {
-      set_item (r, item, st == SEDP_ROW_SHED ? SEDP_ITEM_SHED : SEDP_ITEM_DROPPED, NULL);
+      left += set_item (r, item, st == SEDP_ROW_SHED ? SEDP_ITEM_SHED : SEDP_ITEM_DROPPED, NULL);
     } else {
       g_autofree char *msg =
           g_strdup_printf ("stage '%s': %s", stage, sedp_frame_get_row_message (frame, row));
-      set_item (r, item, SEDP_ITEM_FAILED, msg);
+      left += set_item (r, item, SEDP_ITEM_FAILED, msg);
     }
   }
+  items_left (r, left);
   g_mutex_unlock (&r->lock);
 }
 
@@ -403,15 +407,17 @@ sedp_request_record_answered (SedpRequest *r, SedpFrame *frame)
     sedp_frame_unref (frame);
     return;
   }
+  guint left = 0;
   for (guint row = 0; row < frame->n_rows; row++) {
     guint item = sedp_frame_get_item_index (frame, row);
     if (item >= res->n_items || res->item_status[item] != SEDP_ITEM_PENDING)
       continue;
     res->item_status[item] = SEDP_ITEM_CACHED;
-    items_left (r, 1);
+    left++;
     res->item_frame[item] = frame;
     res->item_row[item] = row;
   }
+  items_left (r, left);
   g_ptr_array_add (res->frames, frame);
   g_mutex_unlock (&r->lock);
 }
@@ -421,8 +427,10 @@ sedp_request_record_frame (SedpRequest *r, const SedpFrame *frame, SedpItemStatu
                            const char *message)
 {
   g_mutex_lock (&r->lock);
+  guint left = 0;
   for (guint row = 0; row < frame->n_rows; row++)
-    set_item (r, sedp_frame_get_item_index (frame, row), status, message);
+    left += set_item (r, sedp_frame_get_item_index (frame, row), status, message);
+  items_left (r, left);
   g_mutex_unlock (&r->lock);
 }
 
@@ -513,17 +521,19 @@ sedp_request_collect (SedpRequest *r, SedpFrame *frame)
   SedpResult *res = &r->result;
   if (frame) {
     if (sedp_frame_get_kind (frame) == FRAME_KIND_ITEMS) {
+      guint left = 0;
       for (guint row = 0; row < frame->n_rows; row++) {
         guint item = sedp_frame_get_item_index (frame, row);
         if (item >= res->n_items)
           continue;
         if (res->item_status[item] == SEDP_ITEM_PENDING) {
           res->item_status[item] = SEDP_ITEM_SCORED;
-          items_left (r, 1);
+          left++;
         }
         res->item_frame[item] = frame;
         res->item_row[item] = row;
       }
+      items_left (r, left);
       g_ptr_array_add (res->frames, frame);
     } else {
       if (res->request_frame)

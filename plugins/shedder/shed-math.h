@@ -1,8 +1,8 @@
 /* shedder — the arithmetic of load shedding, shared by the `shedder` stage and by
  * `sedp shed train` (which builds this file too): the order of the candidates, the pruning
- * DNN's features, the number kept, and the feedback controller. The feature layout lives here
- * and nowhere else (docs/load-shedding.md#features). Plain functions of their arguments, no
- * state but the controller's: thread-safe. */
+ * DNN's features, the number kept, and the control policy's share. The feature layout lives
+ * here and nowhere else (docs/load-shedding.md#features). Plain functions of their arguments,
+ * without state: thread-safe. */
 #pragma once
 
 #include <glib.h>

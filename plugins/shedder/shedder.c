@@ -152,7 +152,7 @@ control_cutoff (Shedder *s, SedpRequest *req, guint n)
   return 1.0 - share;
 }
 
-/* The pruning DNN's keep fraction, or the controller's when the model fails. */
+/* The pruning DNN's keep fraction, or the control policy's share when the model fails. */
 static double
 dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint worker, double cutoff)
 {
@@ -252,7 +252,7 @@ register_metrics (Shedder *s)
                                                    "NaN or infinite escores (ordered last)");
   s->fallbacks = sedp_stage_context_add_counter (ctx, "shedder_fallbacks_total",
                                                  "requests the pruning model failed on (the "
-                                                 "controller decided)");
+                                                 "control policy decided)");
   s->cutoff_ratio = sedp_stage_context_add_histogram (ctx, "shedder_cutoff_ratio",
                                                       "share of a request's candidates shed",
                                                       cutoff_bounds, G_N_ELEMENTS (cutoff_bounds));
