@@ -258,11 +258,11 @@ typedef struct {
   const GArray *refs;
   GArray *latency_ms;   /* every completed request's, answered or not */
   guint ok;
-  double recall_sum, shed_sum;
-  guint64 scored;
+  double recall_sum;
+  guint64 scored, shed_items, items; /* candidates scored, shed, of the OK answers */
 } Tally;
 
-/* The recall@10 of one OK response against its request's reference; its share shed. */
+/* The recall@10 of one OK response against its request's reference; its candidates shed. */
 static void
 tally_response (Tally *t, const Ref *r, const Sedp__Serving__PredictResponse *m)
 {
@@ -276,7 +276,8 @@ tally_response (Tally *t, const Ref *r, const Sedp__Serving__PredictResponse *m)
     t->scored += m->items[i]->status == SEDP__SERVING__ITEM_RESULT__STATUS__SCORED;
   t->ok++;
   t->recall_sum += r->n_top ? (double) hits / r->n_top : 1.0;
-  t->shed_sum += m->n_items ? (double) m->shed_items / m->n_items : 0.0;
+  t->shed_items += m->shed_items;
+  t->items += m->n_items;
 }
 
 static void
@@ -336,7 +337,7 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
     .answered = k->arrivals ? (double) t.ok / k->arrivals : 0,
     .p99_ms = n ? g_array_index (t.latency_ms, double, at) : 0,
     .recall10 = t.ok ? t.recall_sum / t.ok : 0,
-    .shed_share = t.ok ? t.shed_sum / t.ok : 0,
+    .shed_share = t.items ? (double) t.shed_items / t.items : 0, /* of all candidates */
     .items_per_s = t.scored / k->wall_s,
   };
   g_array_unref (t.latency_ms);
@@ -451,7 +452,7 @@ run_load (Bench *b, guint mult)
 {
   double dnn_keep = 1.0;
   for (guint i = 0; i < G_N_ELEMENTS (policies); i++) {
-    Outcome o;
+    Outcome o = {0};
     gboolean fixed = strcmp (policies[i], "fixed") == 0;
     if (!run_policy (b, policies[i], mult, fixed ? dnn_keep : 1.0, &o))
       return FALSE;
@@ -522,6 +523,9 @@ prepare (Bench *b, guint requests, const char *items)
     if (o == NULL || !split_lines (all, 0, requests / 2, train) ||
         !split_lines (all, requests / 2, requests, bench))
       return FALSE;
+    g_file_set_contents (stamp, "", 0, NULL);
+  }
+  { /* trained on every run: the trainer may have changed since the data was made */
     g_autofree char *src = g_build_filename (b->src, "pipelines", "ctr-shed.pipeline", NULL);
     g_autofree char *pl = write_variant (src, b->data, b->tmp, "train", "dnn", 1, 0);
     char *targv[] = {b->sedp, "shed", "train", pl, "--requests", train, "--requests-format",
@@ -529,7 +533,6 @@ prepare (Bench *b, guint requests, const char *items)
     g_autofree char *t = bench_run_capture (targv);
     if (t == NULL)
       return FALSE;
-    g_file_set_contents (stamp, "", 0, NULL);
   }
   return TRUE;
 }

@@ -9,7 +9,7 @@
 typedef struct {
   char *requests, *format, *out, *report, *score, *escore;
   SedpRequestFormat requests_format;
-  gint top_k, levels, copies, epochs, seed;
+  gint top_k, levels, copies, pool, epochs, seed;
 } TrainArgs;
 
 static gboolean
@@ -18,6 +18,7 @@ check_ranges (const TrainArgs *a)
   const char *bad = a->top_k < 1 || a->top_k > 100000   ? "--top-k must be from 1 to 100000"
                     : a->levels < 1 || a->levels > 1000 ? "--levels must be from 1 to 1000"
                     : a->copies < 1 || a->copies > 1000 ? "--copies must be from 1 to 1000"
+                    : a->pool < 1 || a->pool > 100000 ? "--pool must be from 1 to 100000"
                     : a->epochs < 1 || a->epochs > 100000 ? "--epochs must be from 1 to 100000"
                     : a->seed < 0 ? "--seed must not be negative"
                                   : NULL;
@@ -38,7 +39,7 @@ train (const char *pipeline, const TrainArgs *a)
     return 1;
   }
   SedpShedTrainOptions opt = {(guint) a->top_k, (guint) a->levels, (guint) a->copies,
-                              (guint) a->epochs, (guint64) a->seed};
+                              (guint) a->pool, (guint) a->epochs, (guint64) a->seed};
   SedpShedTrainReport report = {0};
   g_autoptr (SedpNnModel) model = sedp_shed_train (w, &opt, &report, &error);
   g_autoptr (GString) text = g_string_new (NULL);
@@ -60,7 +61,7 @@ train (const char *pipeline, const TrainArgs *a)
 static int
 cmd_train (int argc, char **argv)
 {
-  TrainArgs a = {.top_k = 10, .levels = 10, .copies = 4, .epochs = 300, .seed = 1};
+  TrainArgs a = {.top_k = 10, .levels = 10, .copies = 4, .pool = 16, .epochs = 300, .seed = 1};
   const GOptionEntry entries[] = {
     {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &a.requests,
      "The recorded workload: a request file as sedp run reads it", "FILE"},
@@ -74,6 +75,9 @@ cmd_train (int argc, char **argv)
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &a.top_k, "The K of recall@K (default 10)", "K"},
     {"levels", 0, 0, G_OPTION_ARG_INT, &a.levels, "Load levels: quotas 1 … 1/L (default 10)", "L"},
     {"copies", 0, 0, G_OPTION_ARG_INT, &a.copies, "Samples per request and level (default 4)", "N"},
+    {"pool", 0, 0, G_OPTION_ARG_INT, &a.pool,
+     "Label each request from the mean recall of the N requests nearest in candidate count "
+     "(default 16; 1: from its own)", "N"},
     {"epochs", 0, 0, G_OPTION_ARG_INT, &a.epochs, "Training epochs (default 300)", "N"},
     {"seed", 0, 0, G_OPTION_ARG_INT, &a.seed, "Seed of every random draw (default 1)", "N"},
     G_OPTION_ENTRY_NULL,

@@ -13,7 +13,7 @@ static const guint hidden[] = {16, 8};
 void
 sedp_shed_train_options_init (SedpShedTrainOptions *opt)
 {
-  *opt = (SedpShedTrainOptions) {.top_k = 10, .levels = 10, .copies = 4, .epochs = 300, .seed = 1};
+  *opt = (SedpShedTrainOptions) {.top_k = 10, .levels = 10, .copies = 4, .pool = 16, .epochs = 300, .seed = 1};
 }
 
 void
@@ -52,6 +52,34 @@ typedef struct {
   double **labels; /* per level, per request */
 } Samples;
 
+static gint
+by_count (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SedpShedCurve *curves = data;
+  guint x = *(const guint *) a, y = *(const guint *) b;
+  guint nx = curves[x].n, ny = curves[y].n;
+  return nx != ny ? (nx < ny ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/* Each request's curve pooled with its @pool nearest in candidate count (a window of the
+ * requests ordered by count, itself included). */
+static SedpShedCurve *
+pool_curves (const SedpShedCurve *curves, guint n, guint pool)
+{
+  g_autofree guint *order = g_new (guint, MAX (n, 1));
+  for (guint i = 0; i < n; i++)
+    order[i] = i;
+  g_qsort_with_data (order, (gint) n, sizeof (guint), by_count, (gpointer) curves);
+  pool = CLAMP (pool, 1, MAX (n, 1));
+  SedpShedCurve *out = g_new0 (SedpShedCurve, MAX (n, 1));
+  for (guint r = 0; r < n; r++) {
+    guint first = r >= pool / 2 ? r - pool / 2 : 0;
+    first = MIN (first, n - pool);
+    sedp_shed_curve_pool (curves, order + first, pool, curves[order[r]].n, &out[order[r]]);
+  }
+  return out;
+}
+
 static void
 samples_build (Samples *s, const SedpShedWorkload *w, const SedpShedTrainOptions *opt)
 {
@@ -63,11 +91,12 @@ samples_build (Samples *s, const SedpShedWorkload *w, const SedpShedTrainOptions
     const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
     sedp_shed_curve_init (&s->curves[i], q->escore, q->score, q->n, opt->top_k);
   }
+  SedpShedCurve *pooled = pool_curves (s->curves, n, opt->pool);
   g_autoptr (GRand) rand = g_rand_new_with_seed ((guint32) opt->seed);
   s->labels = g_new0 (double *, opt->levels);
   for (guint l = 0; l < opt->levels; l++) {
     s->labels[l] = g_new (double, n);
-    sedp_shed_labels (s->curves, n, quota_of (opt, l), w->min_keep, w->max_cutoff, s->labels[l]);
+    sedp_shed_labels (pooled, n, quota_of (opt, l), w->min_keep, w->max_cutoff, s->labels[l]);
     for (guint i = 0; i < n; i++)
       for (guint k = 0; k < opt->copies; k++) {
         float f[SHED_N_FEATURES], y = (float) s->labels[l][i];
@@ -77,6 +106,9 @@ samples_build (Samples *s, const SedpShedWorkload *w, const SedpShedTrainOptions
         g_array_append_val (s->y, y);
       }
   }
+  for (guint i = 0; i < n; i++)
+    sedp_shed_curve_clear (&pooled[i]);
+  g_free (pooled);
 }
 
 static void
@@ -92,12 +124,14 @@ samples_clear (Samples *s, guint n_requests, guint levels)
   g_array_unref (s->y);
 }
 
-/* Level @l of the report: labels, the model's decisions, fixed at the model's mean share. */
+/* Level @l of the report: labels, the model's decisions, fixed at the model's share; shares are
+ * of all the candidates (what the pipeline saves), recall the mean over requests. */
 static void
 evaluate_level (const Samples *s, const SedpShedWorkload *w, const SedpMlp *m,
                 const SedpShedTrainOptions *opt, guint l, SedpShedLevel *out)
 {
   guint n = w->requests->len;
+  guint64 all = 0, kept_label = 0, kept_model = 0;
   out->quota = quota_of (opt, l);
   for (guint i = 0; i < n; i++) {
     const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
@@ -106,11 +140,14 @@ evaluate_level (const Samples *s, const SedpShedWorkload *w, const SedpMlp *m,
     sedp_mlp_predict (m, f, 1, &keep);
     guint kl = shed_keep_count (s->labels[l][i], q->n, w->min_keep, w->max_cutoff);
     guint km = shed_keep_count (keep, q->n, w->min_keep, w->max_cutoff);
-    out->label_keep += (double) kl / q->n / n;
+    all += q->n;
+    kept_label += kl;
+    kept_model += km;
     out->label_recall += sedp_shed_curve_recall (&s->curves[i], kl) / n;
-    out->model_keep += (double) km / q->n / n;
     out->model_recall += sedp_shed_curve_recall (&s->curves[i], km) / n;
   }
+  out->label_keep = all ? (double) kept_label / all : 1.0;
+  out->model_keep = all ? (double) kept_model / all : 1.0;
   for (guint i = 0; i < n; i++) {
     const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
     guint kf = shed_keep_count (out->model_keep, q->n, w->min_keep, w->max_cutoff);

@@ -14,6 +14,10 @@ G_BEGIN_DECLS
  * @copies: samples per request and level, each with its own draw of the features the labels do
  *   not depend on (queue id, deadline budget, jitter of the previous cutoff), so that the model
  *   learns to ignore them
+ * @pool: the labels' neighbourhood: each request is labelled from the mean recall curve of the
+ *   @pool requests nearest to it in candidate count (itself included), what a shedder that sees
+ *   only the request's features can expect of it; 1 labels each request from its own curve
+ *   (the answer, which the features cannot predict)
  * @epochs: Adam's epochs
  * @seed: seeds the features' draws, the initial weights and the shuffling
  */
@@ -21,17 +25,19 @@ typedef struct {
   guint top_k;
   guint levels;
   guint copies;
+  guint pool;
   guint epochs;
   guint64 seed;
 } SedpShedTrainOptions;
 
-/* 10, 10, 4, 300, 1. */
+/* 10, 10, 4, 16, 300, 1. */
 SEDP_API void sedp_shed_train_options_init (SedpShedTrainOptions *opt);
 
 /**
  * SedpShedLevel:
- * One load level of the report, means over the workload's requests: the share kept and the
- * recall@K of the labels, of the trained model, and of `fixed` keeping the model's mean share.
+ * One load level of the report: the share of all the candidates kept (what the pipeline
+ * saves) and the mean recall@K over the workload's requests, of the labels, of the trained
+ * model, and of `fixed` keeping the model's share of the candidates.
  */
 typedef struct {
   double quota;

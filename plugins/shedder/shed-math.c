@@ -98,3 +98,15 @@ shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, doubl
   double share = (rate * left_s - ahead) / n;
   return isnan (share) ? 1.0 : CLAMP (share, 0.0, 1.0);
 }
+
+/* The backlog the control policy lets build, over the target. */
+#define CONTROL_BACKLOG 0.3
+
+double
+shed_control_share (double drain_s, double target_s, double service_rate, double offered_rate)
+{
+  if (!(service_rate > 0 && offered_rate > 0 && target_s > 0))
+    return 1.0;
+  double share = service_rate / offered_rate * (1.0 - (drain_s - CONTROL_BACKLOG * target_s) / target_s);
+  return isnan (share) ? 1.0 : CLAMP (share, 0.0, 1.0);
+}

@@ -65,3 +65,20 @@ guint shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff);
  * 0 when even the items ahead of it are late.
  */
 double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, double target_us);
+
+/**
+ * shed_control_share:
+ * @drain_s: the seconds the work in flight takes at @service_rate (the backlog)
+ * @target_s: when a request should be done, from its start
+ * @service_rate: the items per second the stages after the shedder process (when they are
+ *   busy, their capacity); 0 when not measured yet
+ * @offered_rate: the candidates per second arriving
+ *
+ * The `control` policy's share kept: the share at which the candidates kept arrive at the
+ * service rate, less what drains the backlog past 30 % of @target_s within @target_s
+ * (`service / offered × (1 − (drain − 0.3 target) / target)`), clamped to 0..1. Below that
+ * backlog nothing is shed while the offered load fits; above it the backlog settles where the
+ * share matches the capacity. The same for every request of a moment, and steady while the load
+ * is (docs/load-shedding.md#control). 1 when a rate is not positive (nothing measured yet).
+ */
+double shed_control_share (double drain_s, double target_s, double service_rate, double offered_rate);

@@ -2,8 +2,8 @@
  * expensive stages (docs/load-shedding.md). Request scope, after an item-scope stage so that it
  * gets the gathered items: per request it orders the candidates by escore, decides the share
  * to keep by its policy (dnn: the pruning DNN on the request's features and the control share as
- * its quota; control: the share that fits the request's deadline behind the work in flight;
- * fixed; none) and sheds the rest (status "shed"). */
+ * its quota; control: the share of the candidates arriving that the stages after it can
+ * process, less what drains a backlog; fixed; none) and sheds the rest (status "shed"). */
 #include <sedp/sedp.h>
 
 #include "shed-math.h"
@@ -15,8 +15,8 @@ typedef enum { POLICY_NONE, POLICY_FIXED, POLICY_CONTROL, POLICY_DNN } Policy;
 
 /* Without target_ms, a request should be done by this share of its deadline budget. */
 #define DEFAULT_TARGET_SHARE 0.6
-/* The weight of each request's fitting share in the smoothed share (about the last ten). */
-#define SMOOTHING 0.1
+/* The weight of each request's count in the mean count (about the last twenty). */
+#define MEAN_COUNT_WEIGHT 0.05
 
 typedef struct {
   SedpStageContext *ctx;
@@ -29,8 +29,8 @@ typedef struct {
   SedpNnModel *model;          /* dnn only */
   SedpNnPlan **plans;          /* one per worker */
   gint prev_cutoff_ppm;        /* atomic: the last decision, in millionths */
-  GMutex lock;                 /* guards smooth */
-  double smooth;               /* the recent requests' fitting shares, smoothed */
+  GMutex lock;                 /* guards mean_n */
+  double mean_n;               /* the recent requests' candidate counts, smoothed */
   SedpCounter *requests, *shed_items, *bad_escores, *fallbacks;
   SedpHistogram *cutoff_ratio;
 } Shedder;
@@ -126,17 +126,18 @@ model_keep (Shedder *s, guint worker, const float *features)
 
 /* ---- the decision ---- */
 
-/* The `control` policy's cutoff for a request of @n candidates. The share it may keep to be done
- * by target_ms (else 60 % of its deadline budget) behind the work already in flight: the
- * pipeline's items in flight drained at its service rate (shed_fit_share): the items finished per
- * second when that is more (a busy pipeline's throughput is its capacity), else what the stages
- * after this one can process on one core (at light load the throughput is only the demand).
- * Every request then keeps the recent requests' fitting shares, smoothed, so that requests of a
- * moment lose about the same share (recall falls faster the more is cut, so cutting a few deeply
- * loses more of the top K); only a request whose own fit is under half of that is cut to its
- * fit. Nothing is shed while the work ahead leaves room. */
+/* The `control` policy's share for a request of @n candidates (shed_control_share): from the
+ * backlog, the service rate and the candidates arriving. The backlog is the work in flight
+ * drained at the service rate, which is the items finished per second when that is more (a busy
+ * pipeline's throughput is its capacity), else what the stages after this one can process on
+ * one core (at light load the throughput is only the demand); the candidates arriving are the
+ * requests arriving times their mean count. So the requests of a moment lose about the same
+ * share (recall falls faster the more is cut, so cutting a few deeply loses more of the top K).
+ * A request that would still be late, because the share that fits its target behind the work
+ * in flight (shed_fit_share: target_ms, else 60 % of its deadline budget) is under half of it,
+ * is cut to that. */
 static double
-control_cutoff (Shedder *s, SedpRequest *req, guint n)
+control_keep (Shedder *s, SedpRequest *req, guint n)
 {
   SedpLoadSnapshot load;
   sedp_stage_context_read_load (s->ctx, &load);
@@ -144,22 +145,24 @@ control_cutoff (Shedder *s, SedpRequest *req, guint n)
   double remaining = (double) sedp_request_get_remaining_us (req);
   double target = s->target_us > 0 ? s->target_us : DEFAULT_TARGET_SHARE * (elapsed + remaining);
   double rate = MAX (load.item_rate, load.downstream_item_capacity);
-  double fit = shed_fit_share (load.items_in_flight, rate, n, elapsed, target);
   g_mutex_lock (&s->lock);
-  s->smooth += SMOOTHING * (fit - s->smooth);
-  double share = fit < 0.5 * s->smooth ? fit : s->smooth; /* a late request: cut to fit */
+  s->mean_n += s->mean_n > 0 ? MEAN_COUNT_WEIGHT * (n - s->mean_n) : n;
+  double offered = load.arrival_rate * s->mean_n;
   g_mutex_unlock (&s->lock);
-  return 1.0 - share;
+  double drain_s = rate > 0 ? load.items_in_flight / rate : 0.0;
+  double share = shed_control_share (drain_s, target / 1e6, rate, offered);
+  double fit = shed_fit_share (load.items_in_flight, rate, n, elapsed, target);
+  return fit < 0.5 * share ? fit : share; /* a late request: cut to fit */
 }
 
 /* The pruning DNN's keep fraction, or the control policy's share when the model fails. */
 static double
-dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint worker, double cutoff)
+dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint worker, double quota)
 {
   ShedEscoreStats stats;
   shed_escore_stats (escore, n, &stats);
   ShedContext c = {
-    .quota = 1.0 - cutoff,
+    .quota = quota,
     .prev_cutoff = g_atomic_int_get (&s->prev_cutoff_ppm) / 1e6,
     .queue = (double) worker / sedp_stage_context_get_parallelism (s->ctx),
     .budget_s = MAX (0.0, sedp_request_get_remaining_us (req) / 1e6),
@@ -169,7 +172,7 @@ dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint work
   double keep = model_keep (s, worker, features);
   if (isnan (keep)) {
     sedp_counter_add (s->fallbacks, 1);
-    return 1.0 - cutoff;
+    return quota;
   }
   return keep;
 }
@@ -184,9 +187,9 @@ decide_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint w
   case POLICY_FIXED:
     return s->fixed_keep;
   case POLICY_CONTROL:
-    return 1.0 - control_cutoff (s, req, n);
+    return control_keep (s, req, n);
   default:
-    return dnn_keep (s, req, escore, n, worker, control_cutoff (s, req, n));
+    return dnn_keep (s, req, escore, n, worker, control_keep (s, req, n));
   }
 }
 
@@ -264,7 +267,6 @@ shedder_create (SedpStageContext *ctx, GError **error)
   Shedder *s = g_new0 (Shedder, 1);
   s->ctx = ctx;
   g_mutex_init (&s->lock);
-  s->smooth = 1.0;
   s->policy = policy_from_string (sedp_stage_context_get_string (ctx, "policy"));
   s->escore = g_strdup (sedp_stage_context_get_string (ctx, "escore"));
   s->fixed_keep = sedp_stage_context_get_double (ctx, "fixed_keep");
@@ -290,9 +292,9 @@ shedder_process (gpointer instance, SedpEvent *const *events, guint n_events, gu
 
 static const SedpOptionSpec shedder_options[] = {
   SEDP_OPTION_ENUM_SPEC ("policy", "control", "dnn|control|fixed|none",
-                         "how the share kept is chosen: the pruning DNN, the share that fits each "
-                         "request's deadline behind the work in flight, a fixed share, or nothing "
-                         "shed"),
+                         "how the share kept is chosen: the pruning DNN, the share of the arriving "
+                         "candidates that the stages after the shedder can process, a fixed share, "
+                         "or nothing shed"),
   SEDP_OPTION_PATH_SPEC ("model", NULL, FALSE,
                          "the pruning DNN (ONNX, from `sedp shed train`), for policy dnn"),
   SEDP_OPTION_STRING_SPEC ("escore", "escore",

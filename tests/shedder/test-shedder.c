@@ -77,34 +77,58 @@ test_fit_share (void)
   CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (5000, 0, 100, 0, 100000), 1.0, 1e-12);    /* no rate yet */
 }
 
+/* The control share by hand: target 1 s, so a backlog of 0.3 s is let build. */
+static void
+test_control_share (void)
+{
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.3, 1, 1000, 2000), 0.5, 1e-12);  /* 2× */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 2000), 0.4, 1e-12);  /* drain it */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.1, 1, 1000, 1000), 1.0, 1e-12);  /* room */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.4, 1, 1000, 1000), 0.9, 1e-12);  /* 1×, late */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (1.5, 1, 1000, 2000), 0.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 0, 2000), 1.0, 1e-12);     /* no rate */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 0), 1.0, 1e-12);
+}
+
 /* A load step in a simulated pipeline (1000 items/s, requests of 100 at the entry, a FIFO of
- * items): at half its capacity nothing is shed; at twice it, half of every request is, and no
- * request waits past its 100 ms target. */
+ * items, the throughput measured over the last 2 s; the decision as in the stage: the control
+ * share, or the request's fit when that is under half of it): at half the capacity nothing is
+ * shed; at twice it, half of every request is, steadily after 2 s, and no request waits past
+ * its 1 s target. */
 static void
 test_control_step (void)
 {
-  const double rate = 1000, target_us = 100000;
-  double in_flight = 0, shed_before = 0, kept_after = 0, worst_us = 0;
+  const double rate = 1000, target_us = 1e6;
+  double in_flight = 0, shed_before = 0, kept_after = 0, worst_us = 0, lo = 1, hi = 0;
+  double done[2000] = {0}, done_2s = 0; /* items finished in each of the last 2000 ms */
   guint n_after = 0;
-  for (guint ms = 0; ms < 4000; ms++) {
-    guint every = ms < 2000 ? 200 : 50; /* 5 requests/s = 0.5×, then 20/s = 2× */
+  for (guint ms = 0; ms < 8000; ms++) {
+    guint every = ms < 4000 ? 200 : 50; /* 5 requests/s = 0.5×, then 20/s = 2× */
+    double service = MAX (done_2s / 2, rate);
     if (ms % every == 0) {
-      double share = shed_fit_share (in_flight + 100, rate, 100, 0, target_us);
-      guint keep = shed_keep_count (share, 100, 0, 1.0);
+      double share = shed_control_share (in_flight / service, 1, service, 100e3 / every);
+      double fit = shed_fit_share (in_flight + 100, service, 100, 0, target_us);
+      guint keep = shed_keep_count (fit < 0.5 * share ? fit : share, 100, 0, 1.0);
       worst_us = MAX (worst_us, (in_flight + keep) / rate * 1e6);
       in_flight += keep;
-      if (ms < 2000)
+      if (ms < 4000)
         shed_before += 100 - keep;
-      else if (ms >= 3000) {
+      else if (ms >= 6000) {
         kept_after += keep;
         n_after++;
+        lo = MIN (lo, keep / 100.0);
+        hi = MAX (hi, keep / 100.0);
       }
     }
-    in_flight = MAX (0.0, in_flight - rate / 1000);
+    double d = MIN (in_flight, rate / 1000);
+    in_flight -= d;
+    done_2s += d - done[ms % 2000];
+    done[ms % 2000] = d;
   }
   CU_ASSERT_DOUBLE_EQUAL (shed_before, 0, 1e-9);
-  CU_ASSERT (fabs (kept_after / n_after / 100 - 0.5) <= 0.05);
-  CU_ASSERT (worst_us <= target_us + 1000);
+  CU_ASSERT (fabs (kept_after / n_after / 100 - 0.5) <= 0.02);
+  CU_ASSERT (hi - lo <= 0.03); /* steady */
+  CU_ASSERT (worst_us <= 0.5 * target_us);
 }
 
 /* ---- training labels ---- */
@@ -162,6 +186,45 @@ test_labels (void)
   sedp_shed_labels (c, 2, 0.1, 2, 0.9, l); /* under the floors (2 of 10): the floors */
   CU_ASSERT_DOUBLE_EQUAL (l[0], 0.2, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL (l[1], 0.2, 1e-9);
+  sedp_shed_curve_clear (&c[0]);
+  sedp_shed_curve_clear (&c[1]);
+}
+
+/* Item price: a request of 10 whose top 2 lead its escore order, one of 30 whose top 2 are
+ * first and last. The long one's second hit costs 29 more candidates: between λ = 0.345 and 10
+ * (per candidate, in units of the mean count 20) the short keeps 2 and the long 1 (3 of 40
+ * kept); below, 2 and 30 (32 of 40). Half of all the candidates mixes the two with weight
+ * 0.425 / 0.725: the long request keeps 1/30 + w × 29/30 = 0.6 of its own, 18 candidates. */
+static void
+test_labels_item_price (void)
+{
+  SedpShedCurve c[2];
+  curve_top2 (&c[0], 10, 0, 1);
+  curve_top2 (&c[1], 30, 0, 29);
+  double l[2];
+  sedp_shed_labels (c, 2, 0.5, 0, 1.0, l);
+  CU_ASSERT_DOUBLE_EQUAL (l[0], 0.2, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (l[1], 0.6, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL ((l[0] * 10 + l[1] * 30) / 40, 0.5, 1e-9);
+  sedp_shed_curve_clear (&c[0]);
+  sedp_shed_curve_clear (&c[1]);
+}
+
+/* A pooled curve: each member's positions at the same share of the pooled count. */
+static void
+test_curve_pool (void)
+{
+  SedpShedCurve c[3], p;
+  curve_top2 (&c[0], 10, 0, 9);
+  curve_top2 (&c[1], 20, 2, 3);
+  c[2] = (SedpShedCurve) {0}; /* no candidates: adds nothing */
+  const guint members[] = {0, 1, 2};
+  sedp_shed_curve_pool (c, members, 3, 10, &p);
+  CU_ASSERT_FATAL (p.n == 10 && p.k == 4);
+  CU_ASSERT (p.pos[0] == 0 && p.pos[1] == 1 && p.pos[2] == 1 && p.pos[3] == 9);
+  CU_ASSERT_DOUBLE_EQUAL (sedp_shed_curve_recall (&p, 2), 0.75, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (sedp_shed_curve_recall (&p, 10), 1.0, 1e-12);
+  sedp_shed_curve_clear (&p);
   sedp_shed_curve_clear (&c[0]);
   sedp_shed_curve_clear (&c[1]);
 }
@@ -479,9 +542,12 @@ main (void)
   CU_add_test (s, "features by hand", test_features);
   CU_add_test (s, "keep count and its floors", test_keep_count);
   CU_add_test (s, "the control policy's share by hand", test_fit_share);
+  CU_add_test (s, "the control policy's share by hand", test_control_share);
   CU_add_test (s, "the control policy's answer to a load step", test_control_step);
   CU_add_test (s, "recall curve", test_recall_curve);
   CU_add_test (s, "training labels by hand", test_labels);
+  CU_add_test (s, "labels priced per candidate kept", test_labels_item_price);
+  CU_add_test (s, "a pooled recall curve", test_curve_pool);
   CU_add_test (s, "training on a known workload", test_train);
   CU_add_test (s, "training refuses bad workloads", test_train_bad_workloads);
   CU_add_test (s, "fixed sheds the lowest escores", test_fixed_sheds_lowest);
