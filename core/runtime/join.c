@@ -94,10 +94,54 @@ merge_request_frames (SedpFrame *const *frames, guint n)
   return out;
 }
 
+/* Whether node @n of @g gets item rows from a stage before it (an item stage, or a request
+ * stage after one: a gather). */
+static gboolean
+carries_items (const SedpGraph *g, guint n, guint8 *memo)
+{
+  if (memo[n])
+    return memo[n] == 2;
+  gboolean items = FALSE;
+  for (guint k = 0; k < g->nodes[n].n_inputs && !items; k++) {
+    guint in = g->nodes[n].inputs[k];
+    items = g->nodes[in].scope == SEDP_SCOPE_ITEM || carries_items (g, in, memo);
+  }
+  memo[n] = items ? 2 : 1;
+  return items;
+}
+
+gboolean
+sedp_join_compacts (const SedpGraph *g, guint node)
+{
+  const SedpGraphNode *self = &g->nodes[node];
+  if (self->scope != SEDP_SCOPE_ITEM)
+    return FALSE;
+  for (guint k = 0; k < self->n_inputs; k++)
+    if (g->nodes[self->inputs[k]].scope == SEDP_SCOPE_ITEM)
+      return FALSE; /* its frames are matched with an item input's */
+  g_autofree guint8 *after = g_new0 (guint8, g->n_nodes), *memo = g_new0 (guint8, g->n_nodes);
+  after[node] = 1;
+  for (guint t = 0; t < g->n_nodes; t++) { /* topological: inputs before outputs */
+    const SedpGraphNode *d = &g->nodes[g->topo[t]];
+    for (guint k = 0; k < d->n_inputs && !after[d->index]; k++)
+      after[d->index] = after[d->inputs[k]];
+  }
+  for (guint t = 0; t < g->n_nodes; t++) {
+    const SedpGraphNode *d = &g->nodes[g->topo[t]];
+    if (!after[d->index] || d->index == node || d->scope != SEDP_SCOPE_ITEM)
+      continue;
+    for (guint k = 0; k < d->n_inputs; k++)
+      if (!after[d->inputs[k]] && carries_items (g, d->inputs[k], memo))
+        return FALSE; /* matched, frame by frame, with rows cut the usual way */
+  }
+  return TRUE;
+}
+
 /* All request-scope inputs are in: merges those holding the request row, and those holding item
- * rows (gathered upstream), which item-scope stages get back cut by frame. */
+ * rows (gathered upstream), which item-scope stages get back cut by frame: into the frames they
+ * came from, or, with @compact, into full frames in order (the last ones then empty). */
 static void
-merge_request_inputs (JoinSlot *s, guint frame_rows)
+merge_request_inputs (JoinSlot *s, guint frame_rows, gboolean compact)
 {
   SedpFrame *plain[s->n_req], *items[s->n_req];
   guint n_plain = 0, n_items = 0;
@@ -112,10 +156,17 @@ merge_request_inputs (JoinSlot *s, guint frame_rows)
   if (n_items == 0)
     return;
   s->gathered = merge_item_frames (items, n_items);
-  /* Rows by frame: counting sort on item / frame_rows. */
   guint n = sedp_frame_get_n_rows (s->gathered);
   s->scatter_start = g_new0 (guint, s->n_frames + 1);
   s->scatter_rows = g_new (guint32, MAX (n, 1));
+  if (compact) {
+    for (guint j = 0; j < s->n_frames; j++)
+      s->scatter_start[j + 1] = MIN (n, (j + 1) * frame_rows);
+    for (guint row = 0; row < n; row++)
+      s->scatter_rows[row] = row;
+    return;
+  }
+  /* Rows by frame: counting sort on item / frame_rows. */
   for (guint row = 0; row < n; row++) {
     guint j = sedp_frame_get_item_index (s->gathered, row) / frame_rows;
     if (j < s->n_frames)
@@ -222,7 +273,7 @@ sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *ev)
   if (!from_item) {
     s->req_frames[pos] = g_steal_pointer (&ev->frame);
     if (++s->req_arrived == s->n_req) {
-      merge_request_inputs (s, p->frame_rows);
+      merge_request_inputs (s, p->frame_rows, stage->compact_scatter);
       if (to_item) {
         if (s->merged)
           s->broadcast = sedp_frame_to_broadcast (s->merged);

@@ -450,6 +450,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
     }
     s->direct = node->n_inputs == 1 &&
                 graph->nodes[node->inputs[0]].scope == node->scope;
+    s->compact_scatter = sedp_join_compacts (graph, i);
     s->ctx.name = g_strdup (node->spec->name);
     s->ctx.scope = node->scope;
     s->ctx.parallelism = p->mode == SEDP_MODE_SYNC ? p->n_sync_threads : node->spec->parallelism;

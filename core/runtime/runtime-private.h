@@ -93,6 +93,7 @@ struct _Stage {
   guint *slot_pos;             /* per input slot: position among inputs of its scope */
   gboolean is_sink;
   gboolean is_source;
+  gboolean compact_scatter;    /* a gathered input is cut into full frames (sedp_join_compacts) */
   GPatternSpec **drop;         /* NULL-terminated (or NULL): [stage] drop_columns, compiled */
   SedpCounter *m_events;
   SedpCounter *m_expired;
@@ -153,6 +154,13 @@ guint sedp_load_capacity (const Stage *s);
 
 /* Per-request join state of one stage (join.c). */
 void sedp_join_slot_free (JoinSlot *slot);
+
+/* Whether item stage @node of @graph may cut the item rows it gets gathered (from a
+ * request-scope stage, after a shedder, say) into full frames in order, rather than back into
+ * the frames they came from: when no item stage from @node on joins them, frame by frame, with
+ * item rows that did not pass through @node. Then the rows a gathered stage shed leave full
+ * frames behind them, not a few rows in each (and the batched engine runs fewer, fuller calls). */
+gboolean sedp_join_compacts (const SedpGraph *graph, guint node);
 
 /* Hands @event to @stage's input @event->slot: straight into its channel when no join is
  * needed, else through the join (which may emit zero or more merged events). @x is the sync

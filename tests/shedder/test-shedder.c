@@ -402,6 +402,39 @@ test_fixed_sheds_lowest (void)
   SedpMetrics *m = sedp_pipeline_get_metrics (p);
   CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "shed", "shedder_shed_items_total", NULL)), 5);
   CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "shed", "shedder_bad_escores_total", NULL)), 1);
+  /* The five kept left frames of 4 items as {1}, {4 5 6}, {8}: cut again in order, they make
+   * two frames, {1 4 5 6} and {8}, for the stage after. */
+  CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "final", "stage_events_total", NULL)), 2);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
+/* When a stage after the shedder joins its items, frame by frame, with items that did not pass
+ * through it, the kept items go back to the frames they came from, and every one is scored. */
+static void
+test_shed_rows_joined_by_frame (void)
+{
+  const float e[] = {0.3f, 0.9f, 0.0f, 0.1f, 0.8f, 0.5f, 0.7f, 0.2f, 0.6f, 0.4f};
+  g_autofree char *text = g_strconcat (pipeline_head, "policy = fixed\nfixed_keep = 0.5\nmin_keep = 2\n",
+                                       "[stage final]\nplugin = passthrough\nafter = shed\n"
+                                       "[stage side]\nplugin = passthrough\nafter = cands\n"
+                                       "[stage both]\nplugin = passthrough\nafter = final, side\n",
+                                       NULL);
+  Collector c;
+  collector_init (&c);
+  SedpPipeline *p = start_pipeline (text);
+  SedpRequest *r = shed_request ("r", 10, e);
+  CU_ASSERT_EQUAL (sedp_pipeline_submit (p, r, collector_done, &c), SEDP_STATUS_OK);
+  sedp_request_unref (r);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 1, 10), 1);
+  const SedpResult *res = sedp_request_get_result (c.done->pdata[0]);
+  CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+  for (guint i = 0; i < 10; i++) {
+    gboolean kept = i == 1 || i == 4 || i == 6 || i == 8 || i == 5;
+    CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i), kept ? SEDP_ITEM_SCORED : SEDP_ITEM_SHED);
+  }
+  SedpMetrics *m = sedp_pipeline_get_metrics (p);
+  CU_ASSERT_EQUAL (sedp_counter_get (sedp_metrics_counter (m, "final", "stage_events_total", NULL)), 3);
   sedp_pipeline_free (p);
   collector_clear (&c);
 }
@@ -551,6 +584,7 @@ main (void)
   CU_add_test (s, "training on a known workload", test_train);
   CU_add_test (s, "training refuses bad workloads", test_train_bad_workloads);
   CU_add_test (s, "fixed sheds the lowest escores", test_fixed_sheds_lowest);
+  CU_add_test (s, "kept items joined frame by frame", test_shed_rows_joined_by_frame);
   CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
   CU_add_test (s, "the pruning model decides", test_dnn_policy);
   CU_add_test (s, "bad models and options", test_bad_models_and_options);
