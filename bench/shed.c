@@ -462,6 +462,26 @@ run_load (Bench *b, guint mult)
   return TRUE;
 }
 
+/* The search's rate confirmed by a second open-loop probe on the same server, 5 % lower each
+ * time it fails (p99 past the deadline, or under 99 % answered), at most three times: a single
+ * 10 s probe passes by luck on this shared machine (the rate the search found ranged from 198
+ * to 241 req/s over runs, and at 241 the unshed pipeline then answered only 80 % at 1×). */
+static double
+confirm_capacity (Bench *b, const char *url, double c, double probe_s)
+{
+  for (guint i = 0; i < 3 && c > 0; i++) {
+    Outcome o = {0};
+    if (!measure (url, b->workload, b->refs, c, probe_s, &o))
+      return 0;
+    fprintf (stderr, "shed: capacity %.1f req/s confirmed? answered %.4f, p99 %.1f ms\n", c,
+             o.answered, o.p99_ms);
+    if (o.answered >= 0.99 && o.p99_ms <= b->deadline_ms)
+      return c;
+    c *= 0.95;
+  }
+  return c;
+}
+
 /* The highest rate of ctr-shed with nothing shed whose p99 keeps the deadline. */
 static double
 find_capacity (Bench *b, double probe_s)
@@ -482,7 +502,7 @@ find_capacity (Bench *b, double probe_s)
     search.slo_p99_ms = b->deadline_ms;
     SedpLoadgenCapacity cap = {0};
     if (gen && sedp_loadgen_find_capacity (gen, &cfg, &search, &cap, &error))
-      c = cap.capacity_rps;
+      c = confirm_capacity (b, s.url, cap.capacity_rps, probe_s);
     else
       fprintf (stderr, "shed: capacity: %s\n", error ? error->message : "no target");
     sedp_loadgen_capacity_clear (&cap);
