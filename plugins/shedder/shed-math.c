@@ -100,7 +100,7 @@ shed_fit_share (double in_flight, double rate, guint n, double elapsed_us, doubl
 }
 
 /* The backlog the control policy lets build, over the target. */
-#define CONTROL_BACKLOG 0.3
+#define CONTROL_BACKLOG 0.5
 
 double
 shed_control_share (double drain_s, double target_s, double service_rate, double offered_rate)

@@ -75,8 +75,8 @@ double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us
  * @offered_rate: the candidates per second arriving
  *
  * The `control` policy's share kept: the share at which the candidates kept arrive at the
- * service rate, less what drains the backlog past 30 % of @target_s within @target_s
- * (`service / offered × (1 − (drain − 0.3 target) / target)`), clamped to 0..1. Below that
+ * service rate, less what drains the backlog past half of @target_s within @target_s
+ * (`service / offered × (1 − (drain − 0.5 target) / target)`), clamped to 0..1. Below that
  * backlog nothing is shed while the offered load fits; above it the backlog settles where the
  * share matches the capacity. The same for every request of a moment, and steady while the load
  * is (docs/load-shedding.md#control). 1 when a rate is not positive (nothing measured yet).

@@ -77,14 +77,14 @@ test_fit_share (void)
   CU_ASSERT_DOUBLE_EQUAL (shed_fit_share (5000, 0, 100, 0, 100000), 1.0, 1e-12);    /* no rate yet */
 }
 
-/* The control share by hand: target 1 s, so a backlog of 0.3 s is let build. */
+/* The control share by hand: target 1 s, so a backlog of 0.5 s is let build. */
 static void
 test_control_share (void)
 {
-  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.3, 1, 1000, 2000), 0.5, 1e-12);  /* 2× */
-  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 2000), 0.4, 1e-12);  /* drain it */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 2000), 0.5, 1e-12);  /* 2× */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.7, 1, 1000, 2000), 0.4, 1e-12);  /* drain it */
   CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.1, 1, 1000, 1000), 1.0, 1e-12);  /* room */
-  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.4, 1, 1000, 1000), 0.9, 1e-12);  /* 1×, late */
+  CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.6, 1, 1000, 1000), 0.9, 1e-12);  /* 1×, late */
   CU_ASSERT_DOUBLE_EQUAL (shed_control_share (1.5, 1, 1000, 2000), 0.0, 1e-12);
   CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 0, 2000), 1.0, 1e-12);     /* no rate */
   CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 0), 1.0, 1e-12);
@@ -93,8 +93,8 @@ test_control_share (void)
 /* A load step in a simulated pipeline (1000 items/s, requests of 100 at the entry, a FIFO of
  * items, the throughput measured over the last 2 s; the decision as in the stage: the control
  * share, or the request's fit when that is under half of it): at half the capacity nothing is
- * shed; at twice it, half of every request is, steadily after 2 s, and no request waits past
- * its 1 s target. */
+ * shed; at twice it, half of every request is, steadily after 3 s (the backlog builds to half
+ * the target first), and no request waits past 0.6 of its 1 s target. */
 static void
 test_control_step (void)
 {
@@ -102,7 +102,7 @@ test_control_step (void)
   double in_flight = 0, shed_before = 0, kept_after = 0, worst_us = 0, lo = 1, hi = 0;
   double done[2000] = {0}, done_2s = 0; /* items finished in each of the last 2000 ms */
   guint n_after = 0;
-  for (guint ms = 0; ms < 8000; ms++) {
+  for (guint ms = 0; ms < 10000; ms++) {
     guint every = ms < 4000 ? 200 : 50; /* 5 requests/s = 0.5×, then 20/s = 2× */
     double service = MAX (done_2s / 2, rate);
     if (ms % every == 0) {
@@ -113,7 +113,7 @@ test_control_step (void)
       in_flight += keep;
       if (ms < 4000)
         shed_before += 100 - keep;
-      else if (ms >= 6000) {
+      else if (ms >= 7000) {
         kept_after += keep;
         n_after++;
         lo = MIN (lo, keep / 100.0);
@@ -128,7 +128,7 @@ test_control_step (void)
   CU_ASSERT_DOUBLE_EQUAL (shed_before, 0, 1e-9);
   CU_ASSERT (fabs (kept_after / n_after / 100 - 0.5) <= 0.02);
   CU_ASSERT (hi - lo <= 0.03); /* steady */
-  CU_ASSERT (worst_us <= 0.5 * target_us);
+  CU_ASSERT (worst_us <= 0.6 * target_us);
 }
 
 /* ---- training labels ---- */
