@@ -594,7 +594,7 @@ test_overload (void)
    * /metrics shows it. */
   gboolean queued = FALSE;
   double depth = -1;
-  for (guint t = 0; t < 60 && !queued; t++) {
+  for (guint t = 0; t < 300 && !queued; t++) { /* up to 3 s: the clients' threads start late on a busy machine */
     Resp m;
     get (s.port, "/metrics", &m);
     depth = metric_value (m.body, "sedp_queue_depth{pipeline=\"slow\",stage=\"wait\"} ");
