@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sedp/query-cache.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef struct {
@@ -247,7 +248,8 @@ early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHash
 /* ---- the request's clock ----
  *
  * A request's deadline bounds what its client waits, so its clock starts when the server
- * accepted the connection (docs/load-shedding.md#the-requests-clock): the time spent waiting for
+ * accepted the connection, less the time it waited in the kernel's accept queue
+ * (accept_queue_wait_us; docs/load-shedding.md#the-requests-clock): the time spent waiting for
  * the main loop, the screen and the body counts. The accept time is kept on the connection,
  * then on the remote address object libsoup keeps for it, and taken by the first request read
  * from it; later requests of a kept-alive connection start when they are submitted. */
@@ -902,6 +904,24 @@ pass_to_soup (GSocketConnection *conn, gpointer data)
   }
 }
 
+/* How long @conn waited in the kernel's accept queue, at least: the time since its last
+ * received data (TCP_INFO's last_data_recv, in milliseconds). The kernel sets that clock when
+ * the handshake completes, which is when the connection joins the queue, and again as data
+ * arrives, so it never exceeds the wait. 0 when it cannot be read. An overloaded main loop
+ * leaves connections there, unseen by any clock of the server, so a request's clock starts
+ * this much before its accept. */
+static gint64
+accept_queue_wait_us (GSocketConnection *conn)
+{
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  int fd = g_socket_get_fd (g_socket_connection_get_socket (conn));
+  if (getsockopt (fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+      len < offsetof (struct tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv)
+    return 0;
+  return (gint64) ti.tcpi_last_data_recv * 1000;
+}
+
 /* libsoup 3.2 (Debian 12) leaks the GSocket of every connection its own listener accepts: its
  * listen_watch() hands the accepted socket to the new connection, which takes a reference of
  * its own, and never drops the first one. The descriptor is closed with the connection, the
@@ -914,7 +934,7 @@ static gboolean
 on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
 {
   SedpServer *server = data;
-  stamp_arrival (G_OBJECT (conn), g_get_monotonic_time ());
+  stamp_arrival (G_OBJECT (conn), g_get_monotonic_time () - accept_queue_wait_us (conn));
   /* Small writes are sent at once, as libsoup's own listener does. */
   g_socket_set_option (g_socket_connection_get_socket (conn), IPPROTO_TCP, TCP_NODELAY, TRUE, NULL);
   sedp_screen_connection (conn, server->context, pass_to_soup, server);

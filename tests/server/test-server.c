@@ -729,6 +729,31 @@ test_deadline_from_accept (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* A request that waited in the kernel's accept queue while the server could not run (stopped
+ * by SIGSTOP for 400 ms): its clock counts that wait, so a deadline of 150 ms has passed. */
+static void
+test_deadline_from_accept_queue (void)
+{
+  const char *fast = "[pipeline]\nname = fast\ndeadline_ms = 30000\n"
+                     "[stage reader]\nplugin = data_reader\n"
+                     "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
+  const char *pipelines[] = {fast, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  Call c = {s.port, "fast", {0}, "{\"items\": [{\"id\": 1}], \"deadline_ms\": 150}"};
+  g_subprocess_send_signal (s.proc, SIGSTOP);
+  GThread *t = g_thread_new ("client", call_thread, &c);
+  g_usleep (400000);
+  g_subprocess_send_signal (s.proc, SIGCONT);
+  g_thread_join (t);
+  CU_ASSERT_EQUAL (c.resp.status, 504);
+  CU_ASSERT_PTR_NOT_NULL (c.resp.body && strstr (c.resp.body, "deadline of 150 ms"));
+  resp_clear (&c.resp);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* SIGTERM while a request is in flight: it is answered, health turns 503, the exit status is 0. */
 static void
 test_sigterm_drains (void)
@@ -1432,6 +1457,7 @@ main (void)
     T (test_deadline),
     T (test_client_deadline),
     T (test_deadline_from_accept),
+    T (test_deadline_from_accept_queue),
     T (test_overload_shed),
     T (test_sigterm_drains),
     T (test_client_disconnect),
