@@ -1,27 +1,74 @@
-/* sedp — the load generator's HTTP transport: each request POSTed with libsoup-3 from the run's
- * main context, its answer classified (200 with status OK, 503 refused, other codes, no answer);
- * see loadgen-private.h. */
+/* sedp — the load generator's HTTP transport: a lean HTTP/1.1 client on non-blocking sockets,
+ * driven from the run's main context (see loadgen-private.h). The target is resolved once per run;
+ * each request gets its own connection ("Connection: close"), a GSource watching its socket
+ * through a small state machine (connecting → writing head and body with one sendmsg → reading
+ * and parsing the answer: status line, Content-Length or chunked or up to EOF). The answer is
+ * classified (200 with status OK, 503 refused, other codes) or the request fails as a transport
+ * error (refused, reset, malformed answer, no answer within http_timeout_s); the send completes
+ * at once, and the connection then only waits (at most 1 s) for the server to close first, so
+ * that TIME_WAIT stays on the server's side, not on the generator's ephemeral ports. */
+#define _GNU_SOURCE /* memmem */
 #include "loadgen-private.h"
 #include "predict-pb.h"
 
-static gboolean
-http_start (LoadRun *run, GError **error)
-{
-  (void) error;
-  guint conns = run->config.mode == SEDP_LOADGEN_OPEN ? run->config.max_in_flight
-                                                      : run->config.concurrency;
-  /* More connections than requests in flight: libsoup never queues one behind another. */
-  run->session = soup_session_new_with_options ("max-conns", conns + 8, "max-conns-per-host",
-                                                conns + 8, "timeout", run->config.http_timeout_s,
-                                                NULL);
-  return TRUE;
-}
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
-static void
-http_stop (LoadRun *run)
-{
-  g_clear_object (&run->session);
-}
+#define HEAD_MAX (64 * 1024)               /* the most bytes of an answer's head */
+#define BODY_MAX ((gsize) 256 * 1024 * 1024) /* the largest answer body */
+#define READ_MIN (16 * 1024)               /* the least room offered to a read() */
+#define CLOSE_WAIT_US G_USEC_PER_SEC       /* how long an answered connection waits for EOF */
+
+typedef enum {
+  CONN_CONNECTING,
+  CONN_WRITING,
+  CONN_READING,
+  CONN_CLOSING, /* answered (its send completed): waiting for the server to close */
+} ConnState;
+
+typedef enum {
+  PARSE_MORE, /* the answer is not all in */
+  PARSE_DONE, /* the answer is complete */
+  PARSE_BAD,  /* malformed: c->error says why */
+} Parse;
+
+/* One request's connection: a GSource (the run's context holds its only reference) watching
+ * its socket. Closed by conn_close(); finalized (socket closed, memory freed) by GLib. */
+typedef struct {
+  GSource source;
+  LoadRun *run;
+  LoadSend *s;      /* until its completion, then NULL */
+  GList link;       /* in run->http_conns while open (data NULL once unlinked) */
+  int fd;           /* -1 when none */
+  gpointer tag;     /* fd's tag in the source */
+  ConnState state;
+  gint64 deadline;  /* monotonic µs: the timeout, or (closing) the end of the wait for EOF */
+  char *error;      /* a failure to report: set before the first dispatch, or by the parser */
+  /* the request: run->http_head, then length, then body */
+  const guint8 *body;
+  gsize body_len;
+  char length[32]; /* "N\r\n\r\n" */
+  gsize length_len;
+  gsize sent;      /* bytes of the three written */
+  /* the answer */
+  guint8 *in;
+  gsize in_len, in_cap;
+  gsize scanned;   /* bytes searched for the head's end */
+  gsize head_len;  /* 0 until the head is in */
+  guint code;
+  gboolean chunked;
+  gint64 content_length; /* -1: none */
+  gsize chunk_in;        /* chunked: where the next chunk's size line starts */
+  gsize chunk_out;       /* chunked: the end of the body decoded in place after the head */
+  gboolean eof;          /* the server closed its side */
+} HttpConn;
+
+/* ---- outcomes ---- */
 
 /* Whether the body of a 200 says OK: protobuf PredictResponse.status, or JSON "status": "OK". */
 static gboolean
@@ -43,6 +90,7 @@ answer_why (LoadRun *run, guint code, const char *p, gsize n)
   return g_strdup_printf ("HTTP %u%s: %.*s", code, code == 200 ? " not OK" : "", (int) MIN (n, 200), p);
 }
 
+/* Records the answer of @code and @body to @s: OK, or a failure by its kind. */
 static void
 http_answered (LoadSend *s, guint code, GBytes *body, gint64 latency_us)
 {
@@ -64,35 +112,564 @@ http_answered (LoadSend *s, guint code, GBytes *body, gint64 latency_us)
   sedp_loadgen_results_record_failure (run->results, kind, status, why);
 }
 
+/* Ends @c's request: records the answer (@code, @body) or, when @why is set, a transport
+ * failure; hands it to on_response; completes the send. @c keeps no pointer to it after. */
 static void
-on_http_done (GObject *source, GAsyncResult *res, gpointer data)
+conn_finish (HttpConn *c, guint code, GBytes *body, const char *why)
 {
-  LoadSend *s = data;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) body = soup_session_send_and_read_finish (SOUP_SESSION (source), res, &error);
+  LoadRun *run = c->run;
+  LoadSend *s = g_steal_pointer (&c->s);
   gint64 latency_us = g_get_monotonic_time () - s->scheduled_us;
-  guint code = body ? soup_message_get_status (s->msg) : 0;
-  if (body)
-    http_answered (s, code, body, latency_us);
+  if (why)
+    sedp_loadgen_results_record_failure (run->results, SEDP_LOADGEN_FAILURE_TRANSPORT, NULL, why);
   else
-    sedp_loadgen_results_record_failure (s->run->results, SEDP_LOADGEN_FAILURE_TRANSPORT, NULL,
-                                         error->message);
-  if (s->run->config.on_response)
-    s->run->config.on_response (s->index, code, body, latency_us, s->run->config.response_data);
-  g_clear_object (&s->msg);
+    http_answered (s, code, body, latency_us);
+  if (run->config.on_response)
+    run->config.on_response (s->index, why ? 0 : code, why ? NULL : body, latency_us,
+                             run->config.response_data);
   sedp_loadgen_send_completed (s);
 }
 
+/* ---- connections ---- */
+
+/* Closes @c: out of the run's list, its source destroyed (its socket is closed when GLib
+ * finalizes it). Idempotent. */
+static void
+conn_close (HttpConn *c)
+{
+  if (c->link.data) {
+    g_queue_unlink (&c->run->http_conns, &c->link);
+    c->link.data = NULL;
+  }
+  g_source_destroy (&c->source);
+}
+
+/* Fails @c's request with @why (a transport error) and closes it. Returns G_SOURCE_REMOVE. */
+static gboolean
+conn_fail (HttpConn *c, const char *why)
+{
+  conn_finish (c, 0, NULL, why);
+  conn_close (c);
+  return G_SOURCE_REMOVE;
+}
+
+/* conn_fail() with a message from @format. */
+static G_GNUC_PRINTF (2, 3) gboolean
+conn_failf (HttpConn *c, const char *format, ...)
+{
+  va_list ap;
+  va_start (ap, format);
+  g_free (c->error);
+  c->error = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  return conn_fail (c, c->error);
+}
+
+/* PARSE_BAD, with c->error "malformed HTTP answer from HOST:PORT: @what". */
+static Parse
+bad (HttpConn *c, const char *what)
+{
+  g_free (c->error);
+  c->error = g_strdup_printf ("malformed HTTP answer from %s: %s", c->run->http_where, what);
+  return PARSE_BAD;
+}
+
+/* bad() quoting @n bytes at @p (escaped, at most 80) after @what. */
+static Parse
+bad_quoting (HttpConn *c, const char *what, const char *p, gsize n)
+{
+  g_autofree char *raw = g_strndup (p, MIN (n, 80));
+  g_autofree char *quoted = g_strescape (raw, NULL);
+  g_autofree char *m = g_strdup_printf ("%s '%s'", what, quoted);
+  return bad (c, m);
+}
+
+/* ---- the answer: its head ---- */
+
+/* Whether header @name of @n bytes is @want (lower case). */
+static gboolean
+name_is (const char *name, gsize n, const char *want)
+{
+  return n == strlen (want) && g_ascii_strncasecmp (name, want, n) == 0;
+}
+
+/* Reads the header line @p of @n bytes: Content-Length and Transfer-Encoding matter. */
+static Parse
+header_parse (HttpConn *c, const char *p, gsize n)
+{
+  const char *colon = memchr (p, ':', n);
+  gboolean cl = colon && name_is (p, colon - p, "content-length");
+  if (!cl && !(colon && name_is (p, colon - p, "transfer-encoding")))
+    return PARSE_DONE;
+  g_autofree char *value = g_strstrip (g_strndup (colon + 1, p + n - colon - 1));
+  if (!cl) {
+    g_autofree char *lower = g_ascii_strdown (value, -1);
+    c->chunked = strstr (lower, "chunked") != NULL;
+    return PARSE_DONE;
+  }
+  guint64 v;
+  if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, &v, NULL))
+    return bad_quoting (c, "Content-Length", value, strlen (value));
+  if (v > BODY_MAX)
+    return bad (c, "a body over 256 MiB");
+  c->content_length = (gint64) v;
+  return PARSE_DONE;
+}
+
+/* Reads the status line @p of @n bytes: `HTTP/1.x NNN[ reason]`. */
+static Parse
+status_parse (HttpConn *c, const char *p, gsize n)
+{
+  if (n < 12 || memcmp (p, "HTTP/1.", 7) != 0 || !g_ascii_isdigit (p[7]) || p[8] != ' '
+      || !g_ascii_isdigit (p[9]) || !g_ascii_isdigit (p[10]) || !g_ascii_isdigit (p[11])
+      || (n > 12 && p[12] != ' ') || p[9] == '0')
+    return bad_quoting (c, "status line", p, n);
+  c->code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+  return PARSE_DONE;
+}
+
+/* Reads the complete head (c->head_len bytes, ending with an empty line): the status and the
+ * body's framing. */
+static Parse
+head_parse (HttpConn *c)
+{
+  const char *p = (const char *) c->in, *end = p + c->head_len - 2;
+  const char *eol = memmem (p, end - p, "\r\n", 2);
+  c->chunked = FALSE;
+  c->content_length = -1;
+  if (status_parse (c, p, eol - p) == PARSE_BAD)
+    return PARSE_BAD;
+  for (p = eol + 2; p < end; p = eol + 2) {
+    eol = memmem (p, end + 2 - p, "\r\n", 2);
+    if (header_parse (c, p, eol - p) == PARSE_BAD)
+      return PARSE_BAD;
+  }
+  if (c->code == 204 || c->code == 304)
+    c->content_length = 0, c->chunked = FALSE;
+  c->chunk_in = c->chunk_out = c->head_len;
+  return PARSE_DONE;
+}
+
+/* Looks for the head's end in what came; parses the head once it is in, skipping interim (1xx)
+ * answers. */
+static Parse
+head_find (HttpConn *c)
+{
+  for (;;) {
+    gsize from = c->scanned > 3 ? c->scanned - 3 : 0;
+    const guint8 *end = memmem (c->in + from, c->in_len - from, "\r\n\r\n", 4);
+    c->scanned = c->in_len;
+    if (end == NULL)
+      return c->in_len > HEAD_MAX ? bad (c, "a head over 64 KiB") : PARSE_MORE;
+    c->head_len = end + 4 - c->in;
+    if (c->head_len > HEAD_MAX)
+      return bad (c, "a head over 64 KiB");
+    if (head_parse (c) == PARSE_BAD)
+      return PARSE_BAD;
+    if (c->code >= 200)
+      return PARSE_DONE;
+    memmove (c->in, c->in + c->head_len, c->in_len - c->head_len);
+    c->in_len -= c->head_len;
+    c->head_len = c->scanned = 0;
+  }
+}
+
+/* ---- the answer: its body ---- */
+
+/* Reads a chunk size line @p of @n bytes (hex digits, then maybe `;extensions`). */
+static gboolean
+chunk_size_parse (const char *p, gsize n, guint64 *size)
+{
+  gsize i = 0;
+  guint64 v = 0;
+  for (; i < n && g_ascii_isxdigit (p[i]); i++) {
+    if (i == 15)
+      return FALSE;
+    v = v * 16 + (guint64) g_ascii_xdigit_value (p[i]);
+  }
+  gsize digits = i;
+  while (i < n && (p[i] == ' ' || p[i] == '\t'))
+    i++;
+  *size = v;
+  return digits > 0 && (i == n || p[i] == ';');
+}
+
+/* Moves the chunked data not yet decoded down to the end of the decoded body, so that the buffer
+ * holds the body and one chunk at most. Returns PARSE_MORE. */
+static Parse
+chunks_compact (HttpConn *c)
+{
+  gsize rest = c->in_len - c->chunk_in;
+  memmove (c->in + c->chunk_out, c->in + c->chunk_in, rest);
+  c->in_len = c->chunk_out + rest;
+  c->chunk_in = c->chunk_out;
+  return PARSE_MORE;
+}
+
+/* After the last chunk's size line (its data would start at @data): done at the empty line that
+ * ends the trailers. */
+static Parse
+chunks_end (HttpConn *c, gsize data)
+{
+  if (memmem (c->in + data - 2, c->in_len - data + 2, "\r\n\r\n", 4))
+    return PARSE_DONE;
+  return c->in_len - data > HEAD_MAX ? bad (c, "trailers over 64 KiB") : chunks_compact (c);
+}
+
+/* Decodes the complete chunks that came, in place after the head. */
+static Parse
+chunks_decode (HttpConn *c)
+{
+  for (;;) {
+    const char *line = (const char *) c->in + c->chunk_in;
+    gsize avail = c->in_len - c->chunk_in;
+    const char *eol = memmem (line, avail, "\r\n", 2);
+    if (eol == NULL)
+      return avail > 1024 ? bad (c, "a chunk size line over 1 KiB") : chunks_compact (c);
+    guint64 size;
+    if (!chunk_size_parse (line, eol - line, &size))
+      return bad_quoting (c, "chunk size", line, eol - line);
+    gsize data = c->chunk_in + (eol - line) + 2;
+    if (size == 0)
+      return chunks_end (c, data);
+    if (size > BODY_MAX - (c->chunk_out - c->head_len))
+      return bad (c, "a body over 256 MiB");
+    if (c->in_len - data < size + 2)
+      return chunks_compact (c);
+    if (memcmp (c->in + data + size, "\r\n", 2) != 0)
+      return bad (c, "a chunk's data not followed by CRLF");
+    memmove (c->in + c->chunk_out, c->in + data, size);
+    c->chunk_out += size;
+    c->chunk_in = data + size + 2;
+  }
+}
+
+/* Whether the answer is all in, after more of it came. */
+static Parse
+answer_parse (HttpConn *c)
+{
+  Parse head = c->head_len ? PARSE_DONE : head_find (c);
+  if (head != PARSE_DONE)
+    return head;
+  if (c->chunked)
+    return chunks_decode (c);
+  if (c->content_length >= 0)
+    return c->in_len - c->head_len >= (gsize) c->content_length ? PARSE_DONE : PARSE_MORE;
+  return c->in_len - c->head_len > BODY_MAX ? bad (c, "a body over 256 MiB") : PARSE_MORE;
+}
+
+/* Records the complete answer; the connection then waits for the server's EOF (closing). */
+static gboolean
+conn_answered (HttpConn *c)
+{
+  gsize n = c->chunked                ? c->chunk_out - c->head_len
+            : c->content_length >= 0 ? (gsize) c->content_length
+                                     : c->in_len - c->head_len;
+  g_autoptr (GBytes) body = g_bytes_new (c->in + c->head_len, n);
+  conn_finish (c, c->code, body, NULL);
+  g_clear_pointer (&c->in, g_free);
+  c->in_len = c->in_cap = 0;
+  if (c->eof) {
+    conn_close (c);
+    return G_SOURCE_REMOVE;
+  }
+  c->state = CONN_CLOSING;
+  c->deadline = g_get_monotonic_time () + CLOSE_WAIT_US;
+  g_source_set_ready_time (&c->source, c->deadline);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The server closed its side: the answer ends here, complete or cut short. */
+static gboolean
+answer_at_eof (HttpConn *c)
+{
+  const char *where = c->run->http_where;
+  c->eof = TRUE;
+  if (c->head_len == 0 && c->in_len == 0)
+    return conn_failf (c, "reading the answer from %s: the connection was closed without an answer",
+                       where);
+  if (c->head_len == 0)
+    return conn_failf (c, "malformed HTTP answer from %s: the connection was closed within its "
+                          "head (after %zu bytes)", where, c->in_len);
+  if (c->chunked)
+    return conn_failf (c, "reading the answer from %s: the connection was closed within the "
+                          "chunked body", where);
+  if (c->content_length >= 0)
+    return conn_failf (c, "reading the answer from %s: the connection was closed after %zu of %"
+                          G_GINT64_FORMAT " body bytes", where, c->in_len - c->head_len,
+                       c->content_length);
+  return conn_answered (c);
+}
+
+/* Room for at least READ_MIN more bytes in c->in. */
+static void
+answer_reserve (HttpConn *c)
+{
+  if (c->in_cap - c->in_len >= READ_MIN)
+    return;
+  c->in_cap = MAX (c->in_cap * 2, c->in_len + READ_MIN);
+  c->in = g_realloc (c->in, c->in_cap);
+}
+
+/* Reads what came of the answer; records it once complete or failed. */
+static gboolean
+conn_read (HttpConn *c)
+{
+  for (;;) {
+    answer_reserve (c);
+    gssize n = read (c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return G_SOURCE_CONTINUE;
+    if (n < 0)
+      return conn_failf (c, "reading the answer from %s: %s", c->run->http_where,
+                         g_strerror (errno));
+    if (n == 0)
+      return answer_at_eof (c);
+    c->in_len += n;
+    Parse p = answer_parse (c);
+    if (p == PARSE_DONE)
+      return conn_answered (c);
+    if (p == PARSE_BAD)
+      return conn_fail (c, c->error);
+  }
+}
+
+/* ---- the request ---- */
+
+/* The request's bytes not yet written (head, length, body) as up to 3 iovecs; returns how many. */
+static int
+request_iov (HttpConn *c, struct iovec *iov)
+{
+  const void *part[3] = {c->run->http_head, c->length, c->body};
+  gsize len[3] = {c->run->http_head_len, c->length_len, c->body_len};
+  gsize skip = c->sent;
+  int n = 0;
+  for (int i = 0; i < 3; i++) {
+    gsize k = MIN (skip, len[i]);
+    skip -= k;
+    if (len[i] > k)
+      iov[n++] = (struct iovec) {(guint8 *) part[i] + k, len[i] - k};
+  }
+  return n;
+}
+
+/* Writes what it can of the request; once it is all written, waits for the answer. */
+static gboolean
+conn_write (HttpConn *c)
+{
+  gsize total = c->run->http_head_len + c->length_len + c->body_len;
+  while (c->sent < total) {
+    struct iovec iov[3];
+    struct msghdr m = {.msg_iov = iov};
+    m.msg_iovlen = request_iov (c, iov);
+    gssize n = sendmsg (c->fd, &m, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return G_SOURCE_CONTINUE;
+    if (n < 0)
+      return conn_failf (c, "writing the request to %s: %s", c->run->http_where,
+                         g_strerror (errno));
+    c->sent += n;
+  }
+  c->state = CONN_READING;
+  g_source_modify_unix_fd (&c->source, c->tag, G_IO_IN);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The connection attempt ended (the socket was reported ready): connected, or failed. */
+static gboolean
+conn_connected (HttpConn *c)
+{
+  int err = 0;
+  socklen_t n = sizeof err;
+  if (getsockopt (c->fd, SOL_SOCKET, SO_ERROR, &err, &n) < 0)
+    err = errno;
+  if (err)
+    return conn_failf (c, "connecting to %s: %s", c->run->http_where, g_strerror (err));
+  c->state = CONN_WRITING;
+  return conn_write (c);
+}
+
+/* Answered: reads and drops what else comes until the server closes, the wait ends or an
+ * error; then closes. */
+static gboolean
+conn_drain (HttpConn *c)
+{
+  char sink[4096];
+  for (int i = 0; i < 16; i++) {
+    gssize n = read (c->fd, sink, sizeof sink);
+    if (n > 0 || (n < 0 && errno == EINTR))
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      break;
+    conn_close (c);
+    return G_SOURCE_REMOVE;
+  }
+  if (g_get_monotonic_time () < c->deadline)
+    return G_SOURCE_CONTINUE;
+  conn_close (c);
+  return G_SOURCE_REMOVE;
+}
+
+/* Called by GLib when the socket is ready or the deadline came: advances the connection. */
+static gboolean
+conn_dispatch (GSource *source, GSourceFunc callback, gpointer data)
+{
+  HttpConn *c = (HttpConn *) source;
+  GIOCondition ready = c->tag ? g_source_query_unix_fd (source, c->tag) : 0;
+  if (c->error)
+    return conn_fail (c, c->error);
+  if (c->state == CONN_CLOSING)
+    return conn_drain (c);
+  if (ready) {
+    gboolean go_on = c->state == CONN_CONNECTING ? conn_connected (c)
+                     : c->state == CONN_WRITING  ? conn_write (c)
+                                                 : conn_read (c);
+    if (!go_on || c->state == CONN_CLOSING)
+      return go_on;
+  }
+  if (g_get_monotonic_time () < c->deadline)
+    return G_SOURCE_CONTINUE;
+  return conn_failf (c, "no answer from %s within %u s (http_timeout_s)", c->run->http_where,
+                     c->run->config.http_timeout_s);
+}
+
+/* Frees what @source's connection holds and closes its socket. */
+static void
+conn_finalize (GSource *source)
+{
+  HttpConn *c = (HttpConn *) source;
+  if (c->fd >= 0)
+    close (c->fd);
+  g_free (c->in);
+  g_free (c->error);
+  g_free (c->s); /* only when the run is torn down with it in flight: not completed then */
+}
+
+static GSourceFuncs conn_funcs = {
+  .dispatch = conn_dispatch,
+  .finalize = conn_finalize,
+};
+
+/* Opens @c's non-blocking socket and starts connecting. Returns: NULL, or why it failed at once
+ * (the socket then closed). */
+static char *
+conn_connect (HttpConn *c)
+{
+  LoadRun *run = c->run;
+  if (run->http_addr_len == 0)
+    return g_strdup_printf ("connecting to %s: %s", run->http_where, run->http_unresolved);
+  c->fd = socket (run->http_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (c->fd < 0)
+    return g_strdup_printf ("connecting to %s: socket: %s", run->http_where, g_strerror (errno));
+  int one = 1;
+  setsockopt (c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (connect (c->fd, (struct sockaddr *) &run->http_addr, run->http_addr_len) == 0
+      || errno == EINPROGRESS)
+    return NULL;
+  int e = errno;
+  close (c->fd);
+  c->fd = -1;
+  return g_strdup_printf ("connecting to %s: %s", run->http_where, g_strerror (e));
+}
+
+/* Sends @s on a connection of its own. Always TRUE: a failure, even at once, is reported from
+ * the run's main loop, so that the outcome is always recorded (and the send completed) there. */
 static gboolean
 http_send (LoadSend *s)
 {
   LoadRun *run = s->run;
-  SedpWorkload *w = run->gen->workload;
-  s->msg = soup_message_new_from_uri ("POST", run->gen->uri);
-  soup_message_set_request_body_from_bytes (s->msg, sedp_workload_get_content_type (w),
-                                            sedp_workload_get_body (w, s->index, NULL));
-  soup_session_send_and_read_async (run->session, s->msg, G_PRIORITY_DEFAULT, NULL, on_http_done, s);
+  HttpConn *c = (HttpConn *) g_source_new (&conn_funcs, sizeof (HttpConn));
+  g_source_set_static_name (&c->source, "sedp loadgen connection");
+  c->run = run;
+  c->s = s;
+  c->fd = -1;
+  GBytes *body = sedp_workload_get_body (run->gen->workload, s->index, NULL);
+  c->body = g_bytes_get_data (body, &c->body_len);
+  c->length_len = g_snprintf (c->length, sizeof c->length, "%zu\r\n\r\n", c->body_len);
+  c->deadline = g_get_monotonic_time () + (gint64) run->config.http_timeout_s * G_USEC_PER_SEC;
+  c->error = conn_connect (c);
+  if (c->fd >= 0)
+    c->tag = g_source_add_unix_fd (&c->source, c->fd, G_IO_OUT);
+  g_source_set_ready_time (&c->source, c->error ? 0 : c->deadline);
+  c->link.data = c;
+  g_queue_push_tail_link (&run->http_conns, &c->link);
+  g_source_attach (&c->source, run->context);
+  g_source_unref (&c->source);
   return TRUE;
+}
+
+/* ---- the run ---- */
+
+/* Resolves @host and @port into run->http_addr (an IPv4 address when there is one), or sets
+ * run->http_unresolved. */
+static void
+target_resolve (LoadRun *run, const char *host, int port)
+{
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+  char service[16];
+  g_snprintf (service, sizeof service, "%d", port);
+  int rc = getaddrinfo (host, service, &hints, &res);
+  if (rc != 0) {
+    const char *why = rc == EAI_SYSTEM ? g_strerror (errno) : gai_strerror (rc);
+    run->http_unresolved = g_strdup_printf ("cannot resolve %s: %s", host, why);
+    return;
+  }
+  const struct addrinfo *a = res;
+  while (a->ai_next && a->ai_family != AF_INET)
+    a = a->ai_next;
+  if (a->ai_family != AF_INET)
+    a = res;
+  memcpy (&run->http_addr, a->ai_addr, MIN (a->ai_addrlen, sizeof run->http_addr));
+  run->http_addr_len = MIN (a->ai_addrlen, sizeof run->http_addr);
+  freeaddrinfo (res);
+}
+
+/* The request head, the same for every request of the run, up to the Content-Length value:
+ * `POST path?query HTTP/1.1`, Host, Content-Type, Connection: close. */
+static char *
+head_new (LoadRun *run, const char *host, int port)
+{
+  GUri *uri = run->gen->uri;
+  const char *path = g_uri_get_path (uri), *query = g_uri_get_query (uri);
+  gboolean v6 = strchr (host, ':') != NULL;
+  g_autofree char *host_field = port == 80 ? g_strdup_printf (v6 ? "[%s]" : "%s", host)
+                                           : g_strdup (run->http_where);
+  return g_strdup_printf ("POST %s%s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n"
+                          "Connection: close\r\nContent-Length: ",
+                          *path ? path : "/", query ? "?" : "", query ? query : "", host_field,
+                          sedp_workload_get_content_type (run->gen->workload));
+}
+
+/* Resolves the target and builds the request head. Never fails: an unresolved host fails each
+ * request instead, as a transport error. */
+static gboolean
+http_start (LoadRun *run, GError **error)
+{
+  (void) error;
+  GUri *uri = run->gen->uri;
+  const char *host = g_uri_get_host (uri);
+  int port = g_uri_get_port (uri) > 0 ? g_uri_get_port (uri) : 80;
+  run->http_where = g_strdup_printf (strchr (host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+  run->http_head = head_new (run, host, port);
+  run->http_head_len = strlen (run->http_head);
+  target_resolve (run, host, port);
+  return TRUE;
+}
+
+/* Closes every connection still open (answered ones waiting for EOF, normally). */
+static void
+http_stop (LoadRun *run)
+{
+  GList *l;
+  while ((l = g_queue_peek_head_link (&run->http_conns)) != NULL)
+    conn_close (l->data);
+  g_clear_pointer (&run->http_unresolved, g_free);
+  g_clear_pointer (&run->http_where, g_free);
+  g_clear_pointer (&run->http_head, g_free);
 }
 
 const LoadTransport sedp_loadgen_http_transport = {

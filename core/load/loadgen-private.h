@@ -8,7 +8,7 @@
 #include "loadgen.h"
 #include "results-private.h"
 
-#include <libsoup/soup.h>
+#include <sys/socket.h>
 
 G_BEGIN_DECLS
 
@@ -21,7 +21,6 @@ typedef struct {
   gint64 scheduled_us;  /* when it was due: its latency counts from here */
   gint64 done_us;       /* in process: when the runtime completed it */
   SedpRequest *request; /* in process */
-  SoupMessage *msg;     /* HTTP */
 } LoadSend;
 
 /* A way to reach the target. send() returns FALSE when the target refused @s at once (the
@@ -60,8 +59,14 @@ struct _LoadRun {
   int timer_fd;         /* a timerfd armed at the next arrival; -1 when none */
   GSource *timer;
   GSource *tick;        /* progress */
-  /* HTTP */
-  SoupSession *session;
+  /* HTTP (loadgen-http.c), set by its start() */
+  struct sockaddr_storage http_addr; /* the target, resolved once per run */
+  socklen_t http_addr_len;           /* 0 when it could not be resolved */
+  char *http_unresolved;             /* then why: every request fails with it */
+  char *http_where;                  /* "HOST:PORT", for messages */
+  char *http_head;                   /* the request head, up to the Content-Length value */
+  gsize http_head_len;
+  GQueue http_conns;                 /* the open connections: answering, or closing */
   /* in process: completions handed over from the runtime's threads */
   GAsyncQueue *done;
   GSource *done_source;

@@ -45,17 +45,34 @@ sedp_loadgen_config_check (const SedpLoadgenConfig *c, GError **error)
   return m ? config_error (error, m) : TRUE;
 }
 
+/* Why @uri (parsed from @url, or NULL with @e) is not a target; NULL when it is one. */
+static char *
+target_why (const char *url, GUri *uri, GError *e)
+{
+  const char *scheme = uri ? g_uri_get_scheme (uri) : NULL;
+  const char *host = uri ? g_uri_get_host (uri) : NULL;
+  gboolean http = g_strcmp0 (scheme, "http") == 0;
+  if (g_strcmp0 (scheme, "https") == 0)
+    return g_strdup_printf ("bad URL '%s': https is not supported: the load generator speaks plain "
+                            "HTTP/1.1 (sedp serve serves http)", url);
+  if (http && host && *host)
+    return NULL;
+  return g_strdup_printf ("bad URL '%s': %s (give http://HOST:PORT/v1/pipelines/NAME:predict)", url,
+                          e ? e->message : http ? "no host" : "not an http:// URL");
+}
+
 SedpLoadgen *
 sedp_loadgen_new_http (const char *url, SedpWorkload *workload, GError **error)
 {
   g_return_val_if_fail (url != NULL && workload != NULL, NULL);
   g_autoptr (GError) e = NULL;
-  GUri *uri = g_uri_parse (url, SOUP_HTTP_URI_FLAGS, &e);
-  const char *scheme = uri ? g_uri_get_scheme (uri) : NULL;
-  if (uri == NULL || (g_strcmp0 (scheme, "http") != 0 && g_strcmp0 (scheme, "https") != 0)) {
-    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_TARGET,
-                 "bad URL '%s': %s (give http://HOST:PORT/v1/pipelines/NAME:predict)", url,
-                 e ? e->message : "not an http:// or https:// URL");
+  /* The path and query are sent percent-encoded, as given. */
+  GUriFlags flags = G_URI_FLAGS_ENCODED_PATH | G_URI_FLAGS_ENCODED_QUERY
+                    | G_URI_FLAGS_ENCODED_FRAGMENT | G_URI_FLAGS_SCHEME_NORMALIZE;
+  GUri *uri = g_uri_parse (url, flags, &e);
+  g_autofree char *why = target_why (url, uri, e);
+  if (why) {
+    g_set_error_literal (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_TARGET, why);
     g_clear_pointer (&uri, g_uri_unref);
     return NULL;
   }

@@ -58,8 +58,9 @@ typedef void (*SedpLoadgenResponseFunc) (guint index, guint status, GBytes *body
  * @seed: open loop: the seed of the arrival draws (the same seed, the same schedule)
  * @progress: (nullable): called about once a second during the run
  * @progress_data: @progress's user data
- * @http_timeout_s: HTTP: the seconds a request may take before it fails as a transport error
- *   (libsoup's timeout), 1 to 3600 (default 60): what bounds the drain after an overload
+ * @http_timeout_s: HTTP: the seconds a request may take, from its send to its complete answer,
+ *   before it fails as a transport error, 1 to 3600 (default 60): what bounds the drain after an
+ *   overload
  * @on_response: (nullable): called with every HTTP answer
  * @response_data: @on_response's user data
  *
@@ -102,10 +103,12 @@ typedef struct _SedpLoadgen SedpLoadgen;
  * @url: `http://HOST:PORT/v1/pipelines/NAME:predict` of a running `sedp serve`
  * @workload: the requests (a reference is taken)
  *
- * Requests are POSTed with libsoup (keep-alive; a new session per run). An unreachable server
- * is not an error here: its requests fail as %SEDP_LOADGEN_FAILURE_TRANSPORT.
+ * Requests are POSTed by the generator's own HTTP/1.1 client (non-blocking sockets, one
+ * connection per request with `Connection: close`; the host is resolved once per run, its first
+ * IPv4 address preferred). An unreachable or unresolvable server is not an error here: its
+ * requests fail as %SEDP_LOADGEN_FAILURE_TRANSPORT.
  * Returns: (transfer full): the generator, or %NULL with @error (%SEDP_LOADGEN_ERROR_TARGET) when
- * @url is not an http:// or https:// URL.
+ * @url is not an http:// URL with a host (https is not supported: `sedp serve` serves http).
  */
 SEDP_API SedpLoadgen *sedp_loadgen_new_http (const char *url, SedpWorkload *workload,
                                              GError **error);

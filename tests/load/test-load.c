@@ -1,8 +1,9 @@
 /* sedp load generator tests (core/load): Poisson arrivals, the workload and its protobuf
  * encoding, open-loop latency counted from the scheduled send, max_in_flight and refusals, the
- * capacity search on an in-process pipeline of known capacity, and `sedp bench`'s staircase and
- * option errors. The pipelines sleep rather than spin, so that a busy 2-core machine changes the
- * figures little; the bounds are wide. */
+ * capacity search on an in-process pipeline of known capacity, the HTTP client against a loopback
+ * server (Content-Length, chunked, cut short, garbage, 503, timeout, refused), and `sedp bench`'s
+ * staircase and option errors. The pipelines sleep rather than spin, so that a busy 2-core
+ * machine changes the figures little; the bounds are wide. */
 #include "test-spawn.h"
 
 #include "dsl/spec.h"
@@ -12,9 +13,16 @@
 #include "load/report.h"
 #include "runtime/pipeline.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sedp/protocol.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* One stage that sleeps 2 ms per call, one request per call, one worker: about 500 requests/s. */
 static const char slow_pipeline[] = "[pipeline]\n"
@@ -527,6 +535,395 @@ test_no_capacity (void)
   test_pipeline_stop (&t);
 }
 
+/* ---- HTTP, against a loopback server ---- */
+
+/* A loopback HTTP/1.1 server on a thread of its own, for the load generator's HTTP client: it
+ * takes one connection at a time, reads the whole request (its head, then Content-Length bytes of
+ * body) and answers as the request's path says (serve_answer()), then closes. */
+typedef struct {
+  int fd;             /* listening */
+  guint16 port;
+  GThread *thread;
+  gint stop;          /* atomic: the thread ends */
+  gint requests;      /* atomic: requests read whole */
+  gint bad_requests;  /* atomic: requests without a Content-Length their body matched */
+  char *first_head;   /* the first request's head (read after test_server_stop()) */
+  GString *cl_body;   /* the body of /cl */
+  GString *chunked_body; /* the body of /chunked */
+} TestServer;
+
+static void
+write_all (int fd, const void *p, gsize n)
+{
+  while (n > 0) {
+    gssize k = write (fd, p, n);
+    if (k <= 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return;
+    p = (const char *) p + k;
+    n -= k;
+  }
+}
+
+/* Reads a request from @fd: its head (returned, NULL on EOF or error) and its body, counted. */
+static char *
+serve_read_request (TestServer *srv, int fd)
+{
+  g_autoptr (GString) in = g_string_new (NULL);
+  char buf[65536];
+  const char *end = NULL;
+  gsize want = 0;
+  for (;;) {
+    if (end == NULL && (end = strstr (in->str, "\r\n\r\n")) != NULL) {
+      const char *cl = g_strstr_len (in->str, end - in->str, "\r\nContent-Length: ");
+      want = (end - in->str) + 4 + (cl ? strtoul (cl + 18, NULL, 10) : 0);
+      if (cl == NULL)
+        g_atomic_int_inc (&srv->bad_requests);
+    }
+    if (end && in->len >= want)
+      break;
+    gssize n = read (fd, buf, sizeof buf);
+    if (n <= 0)
+      return NULL;
+    g_string_append_len (in, buf, n);
+  }
+  if (in->len != want)
+    g_atomic_int_inc (&srv->bad_requests);
+  g_atomic_int_inc (&srv->requests);
+  return g_strndup (in->str, end + 4 - in->str);
+}
+
+/* Writes @body chunked in pieces of 1, 7, 100, 1000 bytes and the rest, one write each (one with
+ * an extension), after an interim 100 Continue; then the last chunk and a trailer. */
+static void
+serve_chunked (int fd, const GString *body)
+{
+  static const char head[] = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+                             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  static const gsize pieces[] = {1, 7, 100, 1000, G_MAXSIZE};
+  write_all (fd, head, strlen (head));
+  gsize at = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (pieces) && at < body->len; i++) {
+    gsize n = MIN (pieces[i], body->len - at);
+    g_autofree char *size = g_strdup_printf (i == 2 ? "%zX;x=y\r\n" : "%zx\r\n", n);
+    write_all (fd, size, strlen (size));
+    write_all (fd, body->str + at, n);
+    write_all (fd, "\r\n", 2);
+    at += n;
+  }
+  write_all (fd, "0\r\nX-Trailer: t\r\n\r\n", 20);
+}
+
+/* Answers the request of head @head on @fd: /cl 200 with Content-Length, /chunked 200 chunked,
+ * /short a Content-Length of 100 but 10 bytes, /garbage no HTTP, /503 overloaded, /silent
+ * nothing (it waits for the client to close). */
+/* Whether the request of head @head is for @path (its query aside). */
+static gboolean
+is_for (const char *head, const char *path)
+{
+  gsize n = strlen (path);
+  return g_str_has_prefix (head, "POST ") && strncmp (head + 5, path, n) == 0
+         && (head[5 + n] == ' ' || head[5 + n] == '?');
+}
+
+static void
+serve_answer (TestServer *srv, int fd, const char *head)
+{
+  char buf[256];
+  if (is_for (head, "/cl")) {
+    g_autofree char *h = g_strdup_printf ("HTTP/1.1 200 OK\r\ncontent-length: %zu\r\n\r\n",
+                                          srv->cl_body->len);
+    write_all (fd, h, strlen (h));
+    write_all (fd, srv->cl_body->str, srv->cl_body->len);
+  } else if (is_for (head, "/chunked")) {
+    serve_chunked (fd, srv->chunked_body);
+  } else if (is_for (head, "/short")) {
+    static const char a[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789";
+    write_all (fd, a, strlen (a));
+  } else if (is_for (head, "/garbage")) {
+    write_all (fd, "SPAM\x01\xff SPAM\r\n\r\n", 15);
+  } else if (is_for (head, "/503")) {
+    static const char a[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 10\r\n\r\n"
+                            "overloaded";
+    write_all (fd, a, strlen (a));
+  } else {
+    while (read (fd, buf, sizeof buf) > 0) /* /silent: until the client closes */
+      ;
+  }
+}
+
+static gpointer
+serve (gpointer data)
+{
+  TestServer *srv = data;
+  while (!g_atomic_int_get (&srv->stop)) {
+    struct pollfd p = {.fd = srv->fd, .events = POLLIN};
+    if (poll (&p, 1, 20) <= 0)
+      continue;
+    int fd = accept (srv->fd, NULL, NULL);
+    if (fd < 0)
+      continue;
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    char *head = serve_read_request (srv, fd);
+    if (head)
+      serve_answer (srv, fd, head);
+    if (head && srv->first_head == NULL)
+      srv->first_head = head;
+    else
+      g_free (head);
+    close (fd);
+  }
+  return NULL;
+}
+
+/* A loopback socket bound to a free port, listening when @listening. */
+static int
+loopback_socket (gboolean listening, guint16 *port)
+{
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+  socklen_t n = sizeof a;
+  CU_ASSERT_FATAL (fd >= 0 && bind (fd, (struct sockaddr *) &a, sizeof a) == 0);
+  CU_ASSERT_FATAL (!listening || listen (fd, 64) == 0);
+  CU_ASSERT_FATAL (getsockname (fd, (struct sockaddr *) &a, &n) == 0);
+  *port = ntohs (a.sin_port);
+  return fd;
+}
+
+static void
+test_server_start (TestServer *srv)
+{
+  memset (srv, 0, sizeof *srv);
+  srv->fd = loopback_socket (TRUE, &srv->port);
+  srv->cl_body = g_string_new ("{\"status\": \"OK\", \"pad\": \"");
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (srv->cl_body, 'a' + i % 26);
+  g_string_append (srv->cl_body, "\"}");
+  srv->chunked_body = g_string_new ("{\"status\":\"OK\", \"pad\": \"");
+  for (guint i = 0; i < 5000; i++)
+    g_string_append_c (srv->chunked_body, 'A' + i % 26);
+  g_string_append (srv->chunked_body, "\"}");
+  srv->thread = g_thread_new ("test-server", serve, srv);
+}
+
+static void
+test_server_stop (TestServer *srv)
+{
+  g_atomic_int_set (&srv->stop, 1);
+  g_thread_join (srv->thread);
+  close (srv->fd);
+}
+
+static void
+test_server_free (TestServer *srv)
+{
+  g_free (srv->first_head);
+  g_string_free (srv->cl_body, TRUE);
+  g_string_free (srv->chunked_body, TRUE);
+}
+
+/* What on_response was given: the statuses, and the bodies (NULL for none). */
+typedef struct {
+  GArray *codes;
+  GPtrArray *bodies;
+} Answers;
+
+static void
+on_answer (guint index, guint status, GBytes *body, gint64 latency_us, gpointer data)
+{
+  Answers *a = data;
+  (void) index;
+  CU_ASSERT (latency_us >= 0);
+  g_array_append_val (a->codes, status);
+  g_ptr_array_add (a->bodies, body ? g_bytes_ref (body) : NULL);
+}
+
+/* Runs @c (on_response set to fill @a, when given) against http://127.0.0.1:@port@path. */
+static SedpLoadgenResults *
+run_http (guint16 port, const char *path, SedpLoadgenConfig *c, Answers *a)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpWorkload) w = sedp_workload_load (NULL, SEDP_WORKLOAD_JSON, &error);
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u%s", port, path);
+  g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_http (url, w, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (gen);
+  if (a) {
+    a->codes = g_array_new (FALSE, FALSE, sizeof (guint));
+    a->bodies = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+    c->on_response = on_answer;
+    c->response_data = a;
+  }
+  SedpLoadgenResults *r = sedp_loadgen_run (gen, c, &error);
+  if (error)
+    fprintf (stderr, "\n  run error: %s\n", error->message);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (r);
+  assert_accounted (r);
+  return r;
+}
+
+static void
+answers_clear (Answers *a)
+{
+  g_array_unref (a->codes);
+  g_ptr_array_unref (a->bodies);
+}
+
+/* A closed loop of 2 clients for @seconds. */
+static SedpLoadgenConfig
+closed_config (double seconds)
+{
+  SedpLoadgenConfig c;
+  sedp_loadgen_config_init (&c);
+  c.concurrency = 2;
+  c.duration_s = seconds;
+  return c;
+}
+
+/* Every request to @path answered 200 OK with @body exactly (on_response saw it), none failed;
+ * the server read every request whole. Returns the first request's head. */
+static char *
+assert_answered (const char *path, const GString *(*body) (TestServer *))
+{
+  TestServer srv;
+  test_server_start (&srv);
+  SedpLoadgenConfig c = closed_config (0.2);
+  Answers a;
+  g_autoptr (SedpLoadgenResults) r = run_http (srv.port, path, &c, &a);
+  test_server_stop (&srv);
+  const SedpLoadgenCounts *k = sedp_loadgen_results_get_counts (r);
+  if (sedp_loadgen_results_get_first_error (r))
+    fprintf (stderr, "\n  first error: %s\n", sedp_loadgen_results_get_first_error (r));
+  CU_ASSERT_EQUAL (sedp_loadgen_results_get_errors (r), 0);
+  CU_ASSERT (k->ok >= 2);
+  CU_ASSERT_EQUAL (sedp_loadgen_results_get_status_count (r, "200"), k->ok);
+  CU_ASSERT_EQUAL (k->items, k->ok * 8);
+  CU_ASSERT_EQUAL (a.bodies->len, k->ok);
+  CU_ASSERT_EQUAL ((guint64) g_atomic_int_get (&srv.requests), k->ok);
+  CU_ASSERT_EQUAL (g_atomic_int_get (&srv.bad_requests), 0);
+  const GString *want = body (&srv);
+  for (guint i = 0; i < a.bodies->len; i++) {
+    gsize n;
+    const void *p = g_bytes_get_data (a.bodies->pdata[i], &n);
+    CU_ASSERT_EQUAL (g_array_index (a.codes, guint, i), 200);
+    CU_ASSERT (p && n == want->len && memcmp (p, want->str, n) == 0);
+  }
+  answers_clear (&a);
+  char *head = g_strdup_printf ("%s\n%u", srv.first_head ? srv.first_head : "", srv.port);
+  test_server_free (&srv);
+  return head;
+}
+
+static const GString *
+cl_body (TestServer *srv)
+{
+  return srv->cl_body;
+}
+
+static const GString *
+chunked_body (TestServer *srv)
+{
+  return srv->chunked_body;
+}
+
+/* 100 KB answers with a Content-Length: all OK, the exact bodies; the request head as sent. */
+static void
+test_http_content_length (void)
+{
+  g_autofree char *head = assert_answered ("/cl?q=a%2Fb%20c", cl_body);
+  const char *port = strrchr (head, '\n') + 1;
+  g_autofree char *host = g_strdup_printf ("\r\nHost: 127.0.0.1:%s\r\n", port);
+  CU_ASSERT (g_str_has_prefix (head, "POST /cl?q=a%2Fb%20c HTTP/1.1\r\n"));
+  SEDP_ASSERT_CONTAINS (head, host);
+  SEDP_ASSERT_CONTAINS (head, "\r\nContent-Type: application/json\r\n");
+  SEDP_ASSERT_CONTAINS (head, "\r\nConnection: close\r\n");
+}
+
+/* Chunked answers after an interim 100 Continue, in pieces, with an extension and a trailer: all
+ * OK, the exact bodies. */
+static void
+test_http_chunked (void)
+{
+  g_free (assert_answered ("/chunked", chunked_body));
+}
+
+/* Every request to @path failed as @kind, with a first error naming @needle; on_response got
+ * status @code (and no body when 0) for each. */
+static void
+assert_failing (const char *path, SedpLoadgenFailure kind, guint code, const char *needle,
+                SedpLoadgenConfig *c)
+{
+  TestServer srv;
+  test_server_start (&srv);
+  Answers a;
+  g_autoptr (SedpLoadgenResults) r = run_http (srv.port, path, c, &a);
+  test_server_stop (&srv);
+  const SedpLoadgenCounts *k = sedp_loadgen_results_get_counts (r);
+  CU_ASSERT (k->arrivals >= 1);
+  CU_ASSERT_EQUAL (k->failures[kind], k->arrivals);
+  CU_ASSERT_EQUAL (a.codes->len, k->arrivals);
+  for (guint i = 0; i < a.codes->len; i++) {
+    CU_ASSERT_EQUAL (g_array_index (a.codes, guint, i), code);
+    CU_ASSERT ((a.bodies->pdata[i] == NULL) == (code == 0));
+  }
+  const char *first = sedp_loadgen_results_get_first_error (r);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (first);
+  SEDP_ASSERT_CONTAINS (first, needle);
+  answers_clear (&a);
+  test_server_free (&srv);
+}
+
+/* An answer cut short, one that is not HTTP, a 503: each counted as its kind. */
+static void
+test_http_bad_answers (void)
+{
+  SedpLoadgenConfig c = closed_config (0.1);
+  assert_failing ("/short", SEDP_LOADGEN_FAILURE_TRANSPORT, 0, "closed after 10 of 100 body bytes",
+                  &c);
+  assert_failing ("/garbage", SEDP_LOADGEN_FAILURE_TRANSPORT, 0, "malformed HTTP answer", &c);
+  assert_failing ("/503", SEDP_LOADGEN_FAILURE_REFUSED, 503, "HTTP 503: overloaded", &c);
+}
+
+/* No answer: the request fails after http_timeout_s. */
+static void
+test_http_timeout (void)
+{
+  SedpLoadgenConfig c = closed_config (0.1);
+  c.concurrency = 1;
+  c.http_timeout_s = 1;
+  gint64 t0 = g_get_monotonic_time ();
+  assert_failing ("/silent", SEDP_LOADGEN_FAILURE_TRANSPORT, 0, "within 1 s (http_timeout_s)", &c);
+  double s = (double) (g_get_monotonic_time () - t0) / 1e6;
+  CU_ASSERT (s >= 1.0 && s < 4.0);
+}
+
+/* Nothing listening (a bound port): every request fails as a transport error naming it; an
+ * https URL is refused at once. */
+static void
+test_http_refused (void)
+{
+  guint16 port;
+  int fd = loopback_socket (FALSE, &port);
+  SedpLoadgenConfig c = open_config (100, 0.2);
+  g_autoptr (SedpLoadgenResults) r = run_http (port, "/x", &c, NULL);
+  close (fd);
+  const SedpLoadgenCounts *k = sedp_loadgen_results_get_counts (r);
+  CU_ASSERT (k->arrivals >= 5);
+  CU_ASSERT_EQUAL (k->failures[SEDP_LOADGEN_FAILURE_TRANSPORT], k->arrivals);
+  g_autofree char *where = g_strdup_printf ("connecting to 127.0.0.1:%u: ", port);
+  SEDP_ASSERT_CONTAINS (sedp_loadgen_results_get_first_error (r), where);
+  SEDP_ASSERT_CONTAINS (sedp_loadgen_results_get_first_error (r), "refused");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpWorkload) w = sedp_workload_load (NULL, SEDP_WORKLOAD_JSON, NULL);
+  static const char https[] = "https://127.0.0.1:1/v1/pipelines/x:predict";
+  CU_ASSERT_PTR_NULL (sedp_loadgen_new_http (https, w, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_LOADGEN_ERROR, "https is not supported", "plain HTTP/1.1");
+  CU_ASSERT (g_error_matches (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_TARGET));
+}
+
 /* ---- sedp bench ---- */
 
 /* sedp runs with the build's plugins. */
@@ -623,6 +1020,11 @@ main (void)
   CU_add_test (s, "closed loop", test_closed_loop);
   CU_add_test (s, "capacity search on a known capacity", test_find_capacity);
   CU_add_test (s, "capacity search: no rate meets the SLO", test_no_capacity);
+  CU_add_test (s, "HTTP: answers with a Content-Length", test_http_content_length);
+  CU_add_test (s, "HTTP: chunked answers", test_http_chunked);
+  CU_add_test (s, "HTTP: cut short, garbage, 503", test_http_bad_answers);
+  CU_add_test (s, "HTTP: no answer within http_timeout_s", test_http_timeout);
+  CU_add_test (s, "HTTP: connection refused, https refused", test_http_refused);
   CU_add_test (s, "sedp bench --rate-steps", test_bench_steps);
   CU_add_test (s, "sedp bench: bad options", test_bench_bad_options);
   return sedp_test_run ();
