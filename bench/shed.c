@@ -1,7 +1,7 @@
 /* sedp benchmark — load shedding on the CTR example (docs/load-shedding.md#benchmark):
  * 1. prepares the example (realistic model) with a varying number of candidates per request
- *    (--items, default 100-500), once, under build-bench/shed-data; the first half of its
- *    requests trains the pruning DNN (`sedp shed train`), the second half is the workload;
+ *    (--items, default 100-500), once, under build-bench/shed-data; its last --workload requests
+ *    (default 128 of 1024) are the workload, the others train the pruning DNN (`sedp shed train`);
  * 2. prints the escores' rank correlation with the full model's scores (expected.tsv, the
  *    unsplit model's own scores) over the workload;
  * 3. serves pipelines/ctr-shed.pipeline with nothing shed and searches its capacity C: the
@@ -525,12 +525,13 @@ split_lines (const char *path, guint from, guint to, const char *out)
   return g_file_set_contents (out, o->str, (gssize) o->len, NULL);
 }
 
-/* Prepares the example under @b->data (once per --requests/--items), splits its requests into
- * train.jsonl and bench.jsonl, trains the pruning DNN on the first. */
+/* Prepares the example under @b->data (once per --requests/--workload/--items), splits its
+ * requests into train.jsonl (all but the last @workload) and bench.jsonl (those), trains the
+ * pruning DNN on the first. */
 static gboolean
-prepare (Bench *b, guint requests, const char *items)
+prepare (Bench *b, guint requests, guint workload, const char *items)
 {
-  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%u-%s", b->data, requests, items);
+  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%u-%u-%s", b->data, requests, workload, items);
   g_autofree char *all = g_build_filename (b->data, "requests.jsonl", NULL);
   g_autofree char *train = g_build_filename (b->data, "train.jsonl", NULL);
   g_autofree char *bench = g_build_filename (b->data, "bench.jsonl", NULL);
@@ -540,8 +541,8 @@ prepare (Bench *b, guint requests, const char *items)
     g_autofree char *n_s = g_strdup_printf ("%u", requests), *out = g_strdup_printf ("--out=%s", b->data);
     char *pargv[] = {prep, "--requests", n_s, "--items", (char *) items, out, NULL};
     g_autofree char *o = bench_run_capture (pargv);
-    if (o == NULL || !split_lines (all, 0, requests / 2, train) ||
-        !split_lines (all, requests / 2, requests, bench))
+    if (o == NULL || !split_lines (all, 0, requests - workload, train) ||
+        !split_lines (all, requests - workload, requests, bench))
       return FALSE;
     g_file_set_contents (stamp, "", 0, NULL);
   }
@@ -601,11 +602,12 @@ remove_tmp (const char *dir)
 int
 main (int argc, char **argv)
 {
-  gint requests = 256, loads = 3, deadline = 500;
+  gint requests = 1024, workload = 128, loads = 3, deadline = 500;
   double duration = 20, probe = 6;
   g_autofree char *items = NULL;
   GOptionEntry entries[] = {
-    {"requests", 0, 0, G_OPTION_ARG_INT, &requests, "Requests prepared (half train, half workload; default 256)", "N"},
+    {"requests", 0, 0, G_OPTION_ARG_INT, &requests, "Requests prepared (default 1024)", "N"},
+    {"workload", 0, 0, G_OPTION_ARG_INT, &workload, "The last N of them are the measured workload, the others train the pruning DNN (default 128)", "N"},
     {"items", 0, 0, G_OPTION_ARG_STRING, &items, "Candidates per request (default 100-500)", "MIN-MAX"},
     {"duration", 0, 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds per measured run (default 20)", "S"},
     {"probe", 0, 0, G_OPTION_ARG_DOUBLE, &probe, "Seconds per capacity probe (default 6)", "S"},
@@ -615,12 +617,12 @@ main (int argc, char **argv)
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— load shedding on the CTR example");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
-  if (!g_option_context_parse (ctx, &argc, &argv, &error) || requests < 4 || loads < 1 || duration <= 0) {
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || workload < 2 || requests < workload + 2 || loads < 1 || duration <= 0) {
     fprintf (stderr, "shed: %s\n", error ? error->message : "bad option value");
     return 2;
   }
   if (g_getenv ("SEDP_BENCH_QUICK"))
-    duration = 4, probe = 2, requests = MIN (requests, 64);
+    duration = 4, probe = 2, requests = MIN (requests, 64), workload = MIN (workload, 32);
   Bench b = {.duration = duration, .deadline_ms = (guint) deadline};
   g_autofree char *build = NULL;
   bench_paths (&build, &b.src, &b.sedp, &b.data);
@@ -631,7 +633,7 @@ main (int argc, char **argv)
     fprintf (stderr, "shed: %s\n", error->message);
     return 1;
   }
-  gboolean ok = prepare (&b, (guint) requests, items ? items : "100-500") && load_workload (&b);
+  gboolean ok = prepare (&b, (guint) requests, (guint) workload, items ? items : "100-500") && load_workload (&b);
   if (!ok) {
     remove_tmp (b.tmp);
     return 1;

@@ -17,6 +17,10 @@ typedef enum { POLICY_NONE, POLICY_FIXED, POLICY_CONTROL, POLICY_DNN } Policy;
 #define DEFAULT_TARGET_SHARE 0.6
 /* The weight of each request's count in the mean count (about the last twenty). */
 #define MEAN_COUNT_WEIGHT 0.05
+/* A pruning model's keep of this or more keeps every candidate: its label at quota 1 (no load)
+ * is 1, and a small model's error there (it gave 0.992–0.996 on the CTR example) would shed a
+ * candidate or two of every request when nothing needs shedding. */
+#define DNN_KEEP_ALL 0.99
 
 typedef struct {
   SedpStageContext *ctx;
@@ -121,7 +125,7 @@ model_keep (Shedder *s, guint worker, const float *features)
     return NAN;
   }
   double keep = ((const float *) out[0].data)[0];
-  return isfinite (keep) ? keep : NAN;
+  return !isfinite (keep) ? NAN : keep >= DNN_KEEP_ALL ? 1.0 : keep;
 }
 
 /* ---- the decision ---- */

@@ -494,7 +494,7 @@ write_model (const float *w, float b, gboolean sigmoid, gint64 width)
 }
 
 /* The model's output is the keep fraction: a constant 0.3 keeps 3 of 10; one that reads the
- * escore max (0.9 here) through the features keeps 9. */
+ * escore max (0.9 here) through the features keeps 9; 0.99 and more keeps all. */
 static void
 test_dnn_policy (void)
 {
@@ -518,6 +518,18 @@ test_dnn_policy (void)
   CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 1);
   CU_ASSERT_EQUAL (sedp_result_get_item_status (res, 2), SEDP_ITEM_SHED);
   sedp_pipeline_free (p);
+  /* A keep of 0.99 or more keeps everything (the model's error at quota 1); under it, it sheds:
+   * 0.995 of 1000 would shed 5, 0.985 sheds 15. */
+  const float keeps[] = {0.995f, 0.985f};
+  const guint shed[] = {0, 15};
+  for (guint k = 0; k < G_N_ELEMENTS (keeps); k++) {
+    g_autofree char *near = write_model ((float[SHED_N_FEATURES]) {0}, keeps[k], FALSE, SHED_N_FEATURES);
+    g_autofree char *o3 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", near);
+    res = run_one (&c, &p, o3, 1000, NULL);
+    CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), shed[k]);
+    sedp_pipeline_free (p);
+    g_unlink (near);
+  }
   collector_clear (&c);
   g_unlink (constant);
   g_unlink (by_max);
