@@ -9,7 +9,7 @@
  *    --threads T` for --model-seconds (default 4), then `sedp bench URL --concurrency C
  *    --format protobuf` for --round-seconds (default 8). B = the pipeline's frame_rows (the model
  *    stage takes one frame per call, so it sees runs of frame_rows rows), T = the model stage's
- *    parallelism (1 in pipelines/ctr.pipeline, else --parallelism). The machine is shared and its
+ *    parallelism (2 in pipelines/ctr.pipeline since session 10, else --parallelism). The machine is shared and its
  *    speed drifts; figures seconds apart make a stable ratio, and the median ratio is reported;
  * 5. runs one continuous --duration (default 60 s) closed-loop run for errors and p99;
  * 6. prints RESULT e2e_items_per_s, model_items_per_s (medians of the rounds), e2e_over_model
