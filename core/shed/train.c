@@ -31,7 +31,8 @@ quota_of (const SedpShedTrainOptions *opt, guint level)
 
 /* Features of request @q at @quota; the ones the labels do not depend on drawn from @rand
  * (NULL: their typical values), each over its whole range and independently of the quota, so
- * that the model learns to ignore them. (The previous cutoff was once drawn near 1 − quota: the
+ * that the model learns to ignore them, and meets no value it never saw (a request late under
+ * load has little budget left). (The previous cutoff was once drawn near 1 − quota: the
  * model then read it as a second quota, and live, where it is the last request's cutoff and
  * varies from request to request, it added that variation to every decision.) */
 static void
@@ -43,7 +44,7 @@ sample_features (const SedpShedRequest *q, double quota, double deadline_s, GRan
     .quota = quota,
     .prev_cutoff = rand ? g_rand_double (rand) : 1.0 - quota,
     .queue = rand ? g_rand_double (rand) : 0.0,
-    .budget_s = deadline_s * (rand ? g_rand_double_range (rand, 0.3, 1.0) : 0.65),
+    .budget_s = deadline_s * (rand ? g_rand_double (rand) : 0.65),
   };
   shed_features (&c, &st, q->n, out);
 }
