@@ -700,15 +700,18 @@ test_client_deadline (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* A pipeline that answers at once, for the deadline tests. */
+static const char *fast_pipeline = "[pipeline]\nname = fast\ndeadline_ms = 30000\n"
+                                   "[stage reader]\nplugin = data_reader\n"
+                                   "[stage score]\nplugin = synthetic_work\nafter = reader\n"
+                                   "output = score\n";
+
 /* The deadline runs from the connection's accept: a body that arrives after it is answered 504
  * (it was 200 when the clock started at submission), one sent at once 200. */
 static void
 test_deadline_from_accept (void)
 {
-  const char *fast = "[pipeline]\nname = fast\ndeadline_ms = 30000\n"
-                     "[stage reader]\nplugin = data_reader\n"
-                     "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
-  const char *pipelines[] = {fast, NULL};
+  const char *pipelines[] = {fast_pipeline, NULL};
   Server s;
   if (!server_start (&s, pipelines, NULL))
     return;
@@ -734,10 +737,7 @@ test_deadline_from_accept (void)
 static void
 test_deadline_from_accept_queue (void)
 {
-  const char *fast = "[pipeline]\nname = fast\ndeadline_ms = 30000\n"
-                     "[stage reader]\nplugin = data_reader\n"
-                     "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
-  const char *pipelines[] = {fast, NULL};
+  const char *pipelines[] = {fast_pipeline, NULL};
   Server s;
   if (!server_start (&s, pipelines, NULL))
     return;
