@@ -2,12 +2,12 @@
  * driven from the run's main context (see loadgen-private.h). The target is resolved once per run;
  * each request gets its own connection ("Connection: close"), a GSource watching its socket
  * through a small state machine (connecting → writing head and body with one sendmsg → reading
- * and parsing the answer: status line, Content-Length or chunked or up to EOF). The answer is
+ * the answer, parsed as it comes by http-answer.c). The answer is
  * classified (200 with status OK, 503 refused, other codes) or the request fails as a transport
  * error (refused, reset, malformed answer, no answer within http_timeout_s); the send completes
  * at once, and the connection then only waits (at most 1 s) for the server to close first, so
  * that TIME_WAIT stays on the server's side, not on the generator's ephemeral ports. */
-#define _GNU_SOURCE /* memmem */
+#include "http-answer.h"
 #include "loadgen-private.h"
 #include "predict-pb.h"
 
@@ -19,9 +19,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define HEAD_MAX (64 * 1024)               /* the most bytes of an answer's head */
-#define BODY_MAX ((gsize) 256 * 1024 * 1024) /* the largest answer body */
-#define READ_MIN (16 * 1024)               /* the least room offered to a read() */
 #define CLOSE_WAIT_US G_USEC_PER_SEC       /* how long an answered connection waits for EOF */
 
 typedef enum {
@@ -30,12 +27,6 @@ typedef enum {
   CONN_READING,
   CONN_CLOSING, /* answered (its send completed): waiting for the server to close */
 } ConnState;
-
-typedef enum {
-  PARSE_MORE, /* the answer is not all in */
-  PARSE_DONE, /* the answer is complete */
-  PARSE_BAD,  /* malformed: c->error says why */
-} Parse;
 
 /* One request's connection: a GSource (the run's context holds its only reference) watching
  * its socket. Closed by conn_close(); finalized (socket closed, memory freed) by GLib. */
@@ -48,24 +39,14 @@ typedef struct {
   gpointer tag;     /* fd's tag in the source */
   ConnState state;
   gint64 deadline;  /* monotonic µs: the timeout, or (closing) the end of the wait for EOF */
-  char *error;      /* a failure to report: set before the first dispatch, or by the parser */
+  char *error;      /* a failure to report: set before the first dispatch */
   /* the request: run->http_head, then length, then body */
   const guint8 *body;
   gsize body_len;
   char length[32]; /* "N\r\n\r\n" */
   gsize length_len;
   gsize sent;      /* bytes of the three written */
-  /* the answer */
-  guint8 *in;
-  gsize in_len, in_cap;
-  gsize scanned;   /* bytes searched for the head's end */
-  gsize head_len;  /* 0 until the head is in */
-  guint code;
-  gboolean chunked;
-  gint64 content_length; /* -1: none */
-  gsize chunk_in;        /* chunked: where the next chunk's size line starts */
-  gsize chunk_out;       /* chunked: the end of the body decoded in place after the head */
-  gboolean eof;          /* the server closed its side */
+  HttpAnswer answer;
 } HttpConn;
 
 /* ---- outcomes ---- */
@@ -165,211 +146,14 @@ conn_failf (HttpConn *c, const char *format, ...)
   return conn_fail (c, c->error);
 }
 
-/* PARSE_BAD, with c->error "malformed HTTP answer from HOST:PORT: @what". */
-static Parse
-bad (HttpConn *c, const char *what)
-{
-  g_free (c->error);
-  c->error = g_strdup_printf ("malformed HTTP answer from %s: %s", c->run->http_where, what);
-  return PARSE_BAD;
-}
-
-/* bad() quoting @n bytes at @p (escaped, at most 80) after @what. */
-static Parse
-bad_quoting (HttpConn *c, const char *what, const char *p, gsize n)
-{
-  g_autofree char *raw = g_strndup (p, MIN (n, 80));
-  g_autofree char *quoted = g_strescape (raw, NULL);
-  g_autofree char *m = g_strdup_printf ("%s '%s'", what, quoted);
-  return bad (c, m);
-}
-
-/* ---- the answer: its head ---- */
-
-/* Whether header @name of @n bytes is @want (lower case). */
-static gboolean
-name_is (const char *name, gsize n, const char *want)
-{
-  return n == strlen (want) && g_ascii_strncasecmp (name, want, n) == 0;
-}
-
-/* Reads the header line @p of @n bytes: Content-Length and Transfer-Encoding matter. */
-static Parse
-header_parse (HttpConn *c, const char *p, gsize n)
-{
-  const char *colon = memchr (p, ':', n);
-  gboolean cl = colon && name_is (p, colon - p, "content-length");
-  if (!cl && !(colon && name_is (p, colon - p, "transfer-encoding")))
-    return PARSE_DONE;
-  g_autofree char *value = g_strstrip (g_strndup (colon + 1, p + n - colon - 1));
-  if (!cl) {
-    g_autofree char *lower = g_ascii_strdown (value, -1);
-    c->chunked = strstr (lower, "chunked") != NULL;
-    return PARSE_DONE;
-  }
-  guint64 v;
-  if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, &v, NULL))
-    return bad_quoting (c, "Content-Length", value, strlen (value));
-  if (v > BODY_MAX)
-    return bad (c, "a body over 256 MiB");
-  c->content_length = (gint64) v;
-  return PARSE_DONE;
-}
-
-/* Reads the status line @p of @n bytes: `HTTP/1.x NNN[ reason]`. */
-static Parse
-status_parse (HttpConn *c, const char *p, gsize n)
-{
-  if (n < 12 || memcmp (p, "HTTP/1.", 7) != 0 || !g_ascii_isdigit (p[7]) || p[8] != ' '
-      || !g_ascii_isdigit (p[9]) || !g_ascii_isdigit (p[10]) || !g_ascii_isdigit (p[11])
-      || (n > 12 && p[12] != ' ') || p[9] == '0')
-    return bad_quoting (c, "status line", p, n);
-  c->code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-  return PARSE_DONE;
-}
-
-/* Reads the complete head (c->head_len bytes, ending with an empty line): the status and the
- * body's framing. */
-static Parse
-head_parse (HttpConn *c)
-{
-  const char *p = (const char *) c->in, *end = p + c->head_len - 2;
-  const char *eol = memmem (p, end - p, "\r\n", 2);
-  c->chunked = FALSE;
-  c->content_length = -1;
-  if (status_parse (c, p, eol - p) == PARSE_BAD)
-    return PARSE_BAD;
-  for (p = eol + 2; p < end; p = eol + 2) {
-    eol = memmem (p, end + 2 - p, "\r\n", 2);
-    if (header_parse (c, p, eol - p) == PARSE_BAD)
-      return PARSE_BAD;
-  }
-  if (c->code == 204 || c->code == 304)
-    c->content_length = 0, c->chunked = FALSE;
-  c->chunk_in = c->chunk_out = c->head_len;
-  return PARSE_DONE;
-}
-
-/* Looks for the head's end in what came; parses the head once it is in, skipping interim (1xx)
- * answers. */
-static Parse
-head_find (HttpConn *c)
-{
-  for (;;) {
-    gsize from = c->scanned > 3 ? c->scanned - 3 : 0;
-    const guint8 *end = memmem (c->in + from, c->in_len - from, "\r\n\r\n", 4);
-    c->scanned = c->in_len;
-    if (end == NULL)
-      return c->in_len > HEAD_MAX ? bad (c, "a head over 64 KiB") : PARSE_MORE;
-    c->head_len = end + 4 - c->in;
-    if (c->head_len > HEAD_MAX)
-      return bad (c, "a head over 64 KiB");
-    if (head_parse (c) == PARSE_BAD)
-      return PARSE_BAD;
-    if (c->code >= 200)
-      return PARSE_DONE;
-    memmove (c->in, c->in + c->head_len, c->in_len - c->head_len);
-    c->in_len -= c->head_len;
-    c->head_len = c->scanned = 0;
-  }
-}
-
-/* ---- the answer: its body ---- */
-
-/* Reads a chunk size line @p of @n bytes (hex digits, then maybe `;extensions`). */
-static gboolean
-chunk_size_parse (const char *p, gsize n, guint64 *size)
-{
-  gsize i = 0;
-  guint64 v = 0;
-  for (; i < n && g_ascii_isxdigit (p[i]); i++) {
-    if (i == 15)
-      return FALSE;
-    v = v * 16 + (guint64) g_ascii_xdigit_value (p[i]);
-  }
-  gsize digits = i;
-  while (i < n && (p[i] == ' ' || p[i] == '\t'))
-    i++;
-  *size = v;
-  return digits > 0 && (i == n || p[i] == ';');
-}
-
-/* Moves the chunked data not yet decoded down to the end of the decoded body, so that the buffer
- * holds the body and one chunk at most. Returns PARSE_MORE. */
-static Parse
-chunks_compact (HttpConn *c)
-{
-  gsize rest = c->in_len - c->chunk_in;
-  memmove (c->in + c->chunk_out, c->in + c->chunk_in, rest);
-  c->in_len = c->chunk_out + rest;
-  c->chunk_in = c->chunk_out;
-  return PARSE_MORE;
-}
-
-/* After the last chunk's size line (its data would start at @data): done at the empty line that
- * ends the trailers. */
-static Parse
-chunks_end (HttpConn *c, gsize data)
-{
-  if (memmem (c->in + data - 2, c->in_len - data + 2, "\r\n\r\n", 4))
-    return PARSE_DONE;
-  return c->in_len - data > HEAD_MAX ? bad (c, "trailers over 64 KiB") : chunks_compact (c);
-}
-
-/* Decodes the complete chunks that came, in place after the head. */
-static Parse
-chunks_decode (HttpConn *c)
-{
-  for (;;) {
-    const char *line = (const char *) c->in + c->chunk_in;
-    gsize avail = c->in_len - c->chunk_in;
-    const char *eol = memmem (line, avail, "\r\n", 2);
-    if (eol == NULL)
-      return avail > 1024 ? bad (c, "a chunk size line over 1 KiB") : chunks_compact (c);
-    guint64 size;
-    if (!chunk_size_parse (line, eol - line, &size))
-      return bad_quoting (c, "chunk size", line, eol - line);
-    gsize data = c->chunk_in + (eol - line) + 2;
-    if (size == 0)
-      return chunks_end (c, data);
-    if (size > BODY_MAX - (c->chunk_out - c->head_len))
-      return bad (c, "a body over 256 MiB");
-    if (c->in_len - data < size + 2)
-      return chunks_compact (c);
-    if (memcmp (c->in + data + size, "\r\n", 2) != 0)
-      return bad (c, "a chunk's data not followed by CRLF");
-    memmove (c->in + c->chunk_out, c->in + data, size);
-    c->chunk_out += size;
-    c->chunk_in = data + size + 2;
-  }
-}
-
-/* Whether the answer is all in, after more of it came. */
-static Parse
-answer_parse (HttpConn *c)
-{
-  Parse head = c->head_len ? PARSE_DONE : head_find (c);
-  if (head != PARSE_DONE)
-    return head;
-  if (c->chunked)
-    return chunks_decode (c);
-  if (c->content_length >= 0)
-    return c->in_len - c->head_len >= (gsize) c->content_length ? PARSE_DONE : PARSE_MORE;
-  return c->in_len - c->head_len > BODY_MAX ? bad (c, "a body over 256 MiB") : PARSE_MORE;
-}
-
 /* Records the complete answer; the connection then waits for the server's EOF (closing). */
 static gboolean
-conn_answered (HttpConn *c)
+conn_answered (HttpConn *c, gboolean eof)
 {
-  gsize n = c->chunked                ? c->chunk_out - c->head_len
-            : c->content_length >= 0 ? (gsize) c->content_length
-                                     : c->in_len - c->head_len;
-  g_autoptr (GBytes) body = g_bytes_new (c->in + c->head_len, n);
-  conn_finish (c, c->code, body, NULL);
-  g_clear_pointer (&c->in, g_free);
-  c->in_len = c->in_cap = 0;
-  if (c->eof) {
+  g_autoptr (GBytes) body = http_answer_body (&c->answer);
+  conn_finish (c, c->answer.code, body, NULL);
+  http_answer_clear (&c->answer);
+  if (eof) {
     conn_close (c);
     return G_SOURCE_REMOVE;
   }
@@ -379,45 +163,14 @@ conn_answered (HttpConn *c)
   return G_SOURCE_CONTINUE;
 }
 
-/* The server closed its side: the answer ends here, complete or cut short. */
-static gboolean
-answer_at_eof (HttpConn *c)
-{
-  const char *where = c->run->http_where;
-  c->eof = TRUE;
-  if (c->head_len == 0 && c->in_len == 0)
-    return conn_failf (c, "reading the answer from %s: the connection was closed without an answer",
-                       where);
-  if (c->head_len == 0)
-    return conn_failf (c, "malformed HTTP answer from %s: the connection was closed within its "
-                          "head (after %zu bytes)", where, c->in_len);
-  if (c->chunked)
-    return conn_failf (c, "reading the answer from %s: the connection was closed within the "
-                          "chunked body", where);
-  if (c->content_length >= 0)
-    return conn_failf (c, "reading the answer from %s: the connection was closed after %zu of %"
-                          G_GINT64_FORMAT " body bytes", where, c->in_len - c->head_len,
-                       c->content_length);
-  return conn_answered (c);
-}
-
-/* Room for at least READ_MIN more bytes in c->in. */
-static void
-answer_reserve (HttpConn *c)
-{
-  if (c->in_cap - c->in_len >= READ_MIN)
-    return;
-  c->in_cap = MAX (c->in_cap * 2, c->in_len + READ_MIN);
-  c->in = g_realloc (c->in, c->in_cap);
-}
-
 /* Reads what came of the answer; records it once complete or failed. */
 static gboolean
 conn_read (HttpConn *c)
 {
   for (;;) {
-    answer_reserve (c);
-    gssize n = read (c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+    gsize room;
+    guint8 *to = http_answer_room (&c->answer, &room);
+    gssize n = read (c->fd, to, room);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -425,14 +178,11 @@ conn_read (HttpConn *c)
     if (n < 0)
       return conn_failf (c, "reading the answer from %s: %s", c->run->http_where,
                          g_strerror (errno));
-    if (n == 0)
-      return answer_at_eof (c);
-    c->in_len += n;
-    Parse p = answer_parse (c);
-    if (p == PARSE_DONE)
-      return conn_answered (c);
-    if (p == PARSE_BAD)
-      return conn_fail (c, c->error);
+    HttpAnswerParse p = n == 0 ? http_answer_end (&c->answer) : http_answer_add (&c->answer, n);
+    if (p == HTTP_ANSWER_DONE)
+      return conn_answered (c, n == 0);
+    if (p == HTTP_ANSWER_BAD)
+      return conn_fail (c, c->answer.error);
   }
 }
 
@@ -544,7 +294,7 @@ conn_finalize (GSource *source)
   HttpConn *c = (HttpConn *) source;
   if (c->fd >= 0)
     close (c->fd);
-  g_free (c->in);
+  http_answer_clear (&c->answer);
   g_free (c->error);
   g_free (c->s); /* only when the run is torn down with it in flight: not completed then */
 }
@@ -587,6 +337,7 @@ http_send (LoadSend *s)
   c->run = run;
   c->s = s;
   c->fd = -1;
+  http_answer_init (&c->answer, run->http_where);
   GBytes *body = sedp_workload_get_body (run->gen->workload, s->index, NULL);
   c->body = g_bytes_get_data (body, &c->body_len);
   c->length_len = g_snprintf (c->length, sizeof c->length, "%zu\r\n\r\n", c->body_len);
