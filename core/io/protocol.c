@@ -88,9 +88,15 @@ wire_ids (WireDecode *d, Wire *w, RowValue *v)
       Wire packed;
       if (!wire_len (w, &packed))
         return FALSE;
-      while (packed.p < packed.end)
-        if (!wire_varint (&packed, &id) || !wire_push_id (d, v, id))
+      RowStore *s = d->store;
+      while (packed.p < packed.end) {
+        if (!wire_varint (&packed, &id))
           return FALSE;
+        if (G_LIKELY (s->n_ids < s->cap_ids && s->n_ids - v->v.at < s->limits.max_values))
+          s->ids[s->n_ids++] = id; /* wire_push_id's checks, inline */
+        else if (!wire_push_id (d, v, id))
+          return FALSE;
+      }
     } else if (field == 1 && type == WT_VARINT) {
       if (!wire_varint (w, &id) || !wire_push_id (d, v, id))
         return FALSE;
@@ -259,6 +265,13 @@ wire_feature_entry (WireDecode *d, Wire *w, RowBuilder *b, guint row, GError **e
   }
   if (bad)
     return malformed (error, w, &d->whole, "%s.features: a malformed entry", PATH ());
+  /* A name already a column was checked when it became one (rows name the same features). */
+  gint column = row_builder_lookup (b, (const char *) key, key_len);
+  if (column >= 0) {
+    if (v.src != SRC_NONE)
+      row_builder_set (b, row, (guint) column, &v);
+    return TRUE;
+  }
   if (key_len > d->store->limits.max_string_bytes)
     return sedp_protocol_over_limit (error, "%s.features: a feature name of %" G_GSIZE_FORMAT
                                      " bytes, more than the limit of %" G_GSIZE_FORMAT

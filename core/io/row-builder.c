@@ -236,6 +236,16 @@ column_find (RowBuilder *b, const char *name, gsize len, guint32 *hash)
   return -1;
 }
 
+gint
+row_builder_lookup (RowBuilder *b, const char *name, gsize len)
+{
+  guint32 hash = 0;
+  gint found = column_find (b, name, len, &hash);
+  if (found >= 0)
+    b->guess = (guint) found + 1;
+  return found;
+}
+
 gboolean
 row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column, GError **error)
 {
@@ -280,7 +290,7 @@ gboolean
 row_builder_set_named (RowBuilder *b, guint row, const char *name, gsize len, const RowValue *v,
                        GError **error)
 {
-  guint column;
+  guint column = 0;
   if (!row_builder_column (b, name, len, &column, error))
     return FALSE;
   row_builder_set (b, row, column, v);
@@ -322,6 +332,14 @@ row_builder_end_row (RowBuilder *b, guint row, GError **error)
     RowColumn *c = &g_array_index (b->columns, RowColumn, g_array_index (b->row_order, guint, i));
     guint width = 0;
     Kind k = value_kind (&c->vals[row], &width);
+    if (k == c->k.kind && k != KIND_VECTOR) { /* sedp_column_kind_merge's common cases */
+      if (k != KIND_IDLIST)
+        continue;
+      if (width == c->k.width || c->k.ragged_row) {
+        c->k.n_values += width;
+        continue;
+      }
+    }
     g_autofree char *conflict = NULL;
     if (!sedp_column_kind_merge (&c->k, k, width, row, b->what, &conflict))
       return sedp_protocol_invalid (error, "%s", conflict);

@@ -81,6 +81,10 @@ void row_builder_clear (RowBuilder *b);
 /* Adds one row (when rows come as they are read); FALSE with @error over max_items. */
 gboolean row_builder_add_row (RowBuilder *b, GError **error);
 
+/* The index of the column named by @len bytes at @name (not NUL-terminated), or -1 when there
+ * is none yet (nothing is created). */
+gint row_builder_lookup (RowBuilder *b, const char *name, gsize len);
+
 /* The column named by @len bytes at @name (not NUL-terminated), created on first sight: its
  * index in *@column. FALSE with @error when a new one passes max_features or the memory limit. */
 gboolean row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column,

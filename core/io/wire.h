@@ -14,6 +14,10 @@ typedef struct {
 static inline gboolean
 wire_varint (Wire *w, guint64 *out)
 {
+  if (G_LIKELY (w->p < w->end && *w->p < 0x80)) { /* one byte: tags, lengths, small values */
+    *out = *w->p++;
+    return TRUE;
+  }
   guint64 v = 0;
   for (guint shift = 0; shift < 64 && w->p < w->end; shift += 7) {
     guint8 byte = *w->p++;
