@@ -512,7 +512,8 @@ sedp_pipeline_start (SedpPipeline *p, GError **error)
       for (guint w = 0; w < s->n_threads; w++) {
         WorkerArgs *a = g_new (WorkerArgs, 1);
         *a = (WorkerArgs){p, s, w};
-        g_autofree char *tname = g_strdup_printf ("sedp-%s", s->ctx.name);
+        /* a thread name holds 15 bytes: a longer one is refused, and the thread keeps "sedp" */
+        g_autofree char *tname = g_strdup_printf ("sedp-%.10s", s->ctx.name);
         s->threads[w] = g_thread_new (tname, stage_worker, a);
       }
     }
