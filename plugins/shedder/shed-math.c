@@ -110,3 +110,16 @@ shed_control_share (double drain_s, double target_s, double service_rate, double
   double share = service_rate / offered_rate * (1.0 - (drain_s - CONTROL_BACKLOG * target_s) / target_s);
   return isnan (share) ? 1.0 : CLAMP (share, 0.0, 1.0);
 }
+
+double
+shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n)
+{
+  if (quota >= 1.0)
+    return 1.0;
+  double w = b->model_items > 0 ? SHED_BALANCE_WEIGHT : 1.0; /* the first request sets both */
+  b->quota_items += w * (quota * n - b->quota_items);
+  b->model_items += w * (model_keep * n - b->model_items);
+  if (!(b->model_items > 0))
+    return model_keep;
+  return MIN (1.0, model_keep * b->quota_items / b->model_items);
+}

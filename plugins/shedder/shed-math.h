@@ -82,3 +82,28 @@ double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us
  * is (docs/load-shedding.md#control). 1 when a rate is not positive (nothing measured yet).
  */
 double shed_control_share (double drain_s, double target_s, double service_rate, double offered_rate);
+
+/* The recent requests of a `dnn` stage: their candidates times their quotas, and times the
+ * model's keeps, each smoothed (SHED_BALANCE_WEIGHT per request). Zeroed to start. */
+typedef struct {
+  double quota_items;
+  double model_items;
+} ShedBalance;
+
+/* The weight of one request in a #ShedBalance: about the last 50 requests count. */
+#define SHED_BALANCE_WEIGHT 0.02
+
+/**
+ * shed_balance_keep:
+ * @b: the stage's recent requests, updated (the caller serialises calls)
+ * @quota: the share of the candidates the pipeline can afford now (the `control` share), 0..1
+ * @model_keep: the pruning DNN's keep fraction for this request, 0..1
+ * @n: the request's candidates
+ *
+ * The `dnn` policy's keep: the model spreads the quota over the requests, the quota sets how much
+ * is kept in all. The model's keep is scaled so that over the recent requests the candidates it
+ * keeps are those their quotas allow: `min (1, model_keep × Σ quota·n / Σ model_keep·n)`, the
+ * sums smoothed over requests (docs/load-shedding.md#the-quota-is-kept). 1 when @quota is 1
+ * (nothing need be shed; @b unchanged); @model_keep when the model kept nothing lately.
+ */
+double shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n);

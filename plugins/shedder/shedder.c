@@ -30,11 +30,13 @@ typedef struct {
   guint min_keep;
   double max_cutoff;
   double target_us;            /* 0: DEFAULT_TARGET_SHARE of each request's budget */
+  gboolean dnn_by_quota;       /* dnn_level = quota: the model's keeps scaled to the quota */
   SedpNnModel *model;          /* dnn only */
   SedpNnPlan **plans;          /* one per worker */
   gint prev_cutoff_ppm;        /* atomic: the last decision, in millionths */
-  GMutex lock;                 /* guards mean_n */
+  GMutex lock;                 /* guards mean_n and balance */
   double mean_n;               /* the recent requests' candidate counts, smoothed */
+  ShedBalance balance;         /* dnn: the recent quotas and model keeps */
   SedpCounter *requests, *shed_items, *bad_escores, *fallbacks;
   SedpHistogram *cutoff_ratio;
 } Shedder;
@@ -159,7 +161,9 @@ control_keep (Shedder *s, SedpRequest *req, guint n)
   return fit < 0.5 * share ? fit : share; /* a late request: cut to fit */
 }
 
-/* The pruning DNN's keep fraction, or the control policy's share when the model fails. */
+/* The pruning DNN's keep fraction — with dnn_level = quota scaled so that the recent requests
+ * keep what their quotas allow (shed_balance_keep) — or the quota (the control policy's share)
+ * when the model fails. */
 static double
 dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint worker, double quota)
 {
@@ -178,6 +182,11 @@ dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint work
     sedp_counter_add (s->fallbacks, 1);
     return quota;
   }
+  if (!s->dnn_by_quota)
+    return keep;
+  g_mutex_lock (&s->lock);
+  keep = shed_balance_keep (&s->balance, quota, keep, n);
+  g_mutex_unlock (&s->lock);
   return keep;
 }
 
@@ -277,6 +286,7 @@ shedder_create (SedpStageContext *ctx, GError **error)
   s->min_keep = (guint) sedp_stage_context_get_int (ctx, "min_keep");
   s->max_cutoff = sedp_stage_context_get_double (ctx, "max_cutoff");
   s->target_us = sedp_stage_context_get_double (ctx, "target_ms") * 1000;
+  s->dnn_by_quota = strcmp (sedp_stage_context_get_string (ctx, "dnn_level"), "quota") == 0;
   register_metrics (s);
   if (s->policy == POLICY_DNN && !load_model (s, error)) {
     shedder_destroy (s);
@@ -310,6 +320,10 @@ static const SedpOptionSpec shedder_options[] = {
   SEDP_OPTION_DOUBLE_SPEC ("target_ms", "0", 0, 3600000,
                            "when a request should be done, from its start (0: at 60 % of its "
                            "deadline budget)"),
+  SEDP_OPTION_ENUM_SPEC ("dnn_level", "quota", "quota|model",
+                         "what sets how much policy dnn keeps in all: the quota (the control "
+                         "share; the model spreads it over the requests) or the model's keeps "
+                         "as they are"),
   SEDP_OPTION_END,
 };
 

@@ -506,14 +506,14 @@ test_dnn_policy (void)
   Collector c;
   collector_init (&c);
   SedpPipeline *p;
-  g_autofree char *o1 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", constant);
+  g_autofree char *o1 = g_strdup_printf ("policy = dnn\ndnn_level = model\nmodel = %s\nmin_keep = 0\n", constant);
   const SedpResult *res = run_one (&c, &p, o1, 10, e);
   CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 7);
   for (guint i = 0; i < 10; i++) /* kept: 0.9, 0.8, 0.7 */
     CU_ASSERT_EQUAL (sedp_result_get_item_status (res, i),
                      i == 1 || i == 4 || i == 6 ? SEDP_ITEM_SCORED : SEDP_ITEM_SHED);
   sedp_pipeline_free (p);
-  g_autofree char *o2 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", by_max);
+  g_autofree char *o2 = g_strdup_printf ("policy = dnn\ndnn_level = model\nmodel = %s\nmin_keep = 0\n", by_max);
   res = run_one (&c, &p, o2, 10, e);
   CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 1);
   CU_ASSERT_EQUAL (sedp_result_get_item_status (res, 2), SEDP_ITEM_SHED);
@@ -524,15 +524,52 @@ test_dnn_policy (void)
   const guint shed[] = {0, 15};
   for (guint k = 0; k < G_N_ELEMENTS (keeps); k++) {
     g_autofree char *near = write_model ((float[SHED_N_FEATURES]) {0}, keeps[k], FALSE, SHED_N_FEATURES);
-    g_autofree char *o3 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", near);
+    g_autofree char *o3 = g_strdup_printf ("policy = dnn\ndnn_level = model\nmodel = %s\nmin_keep = 0\n", near);
     res = run_one (&c, &p, o3, 1000, NULL);
     CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), shed[k]);
     sedp_pipeline_free (p);
     g_unlink (near);
   }
+  /* dnn_level = quota (the default): the quota is 1 (nothing measured, nothing need be shed),
+   * so the model's 0.3 is scaled to keeping all. */
+  g_autofree char *o4 = g_strdup_printf ("policy = dnn\nmodel = %s\nmin_keep = 0\n", constant);
+  res = run_one (&c, &p, o4, 10, e);
+  CU_ASSERT_EQUAL (sedp_result_get_n_shed (res), 0);
+  sedp_pipeline_free (p);
   collector_clear (&c);
   g_unlink (constant);
   g_unlink (by_max);
+}
+
+/* dnn_level = quota by hand: the model's keeps scaled by the recent quota over the recent keeps
+ * (candidate-weighted, SHED_BALANCE_WEIGHT = 0.02 per request). */
+static void
+test_balance_keep (void)
+{
+  ShedBalance b = {0};
+  /* The first request sets both sums: 0.8 × 50 / 80. */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 0.5, 0.8, 100), 0.5, 1e-12);
+  /* quota 50 + 0.02 (50 - 50) = 50, model 80 + 0.02 (40 - 80) = 79.2: 0.4 × 50 / 79.2. */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 0.5, 0.4, 100), 0.4 * 50 / 79.2, 1e-12);
+  /* A quota of 1 keeps all and leaves the sums. */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 1.0, 0.1, 100), 1.0, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (b.quota_items, 50, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (b.model_items, 79.2, 1e-12);
+  /* Capped at 1: quota 50, model 79.2 + 0.02 (10 - 79.2) = 77.816; 1.0 × 50 / 77.816 < 1, but
+   * a model keep of 1 with a quota twice the model's recent keeps is 1, not 2. */
+  ShedBalance low = {.quota_items = 50, .model_items = 10};
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&low, 0.5, 0.9, 100), 1.0, 1e-12);
+  /* Requests of 100 and 300 candidates whose model keeps 0.6 and 0.2 (a mean of 0.3 per
+   * candidate) under a quota of 0.15: half of what the model keeps, in the same proportion. */
+  ShedBalance mix = {0};
+  double k1 = 0, k3 = 0;
+  for (guint i = 0; i < 2000; i++) {
+    k1 = shed_balance_keep (&mix, 0.15, 0.6, 100);
+    k3 = shed_balance_keep (&mix, 0.15, 0.2, 300);
+  }
+  CU_ASSERT_DOUBLE_EQUAL (k1, 0.3, 0.01);
+  CU_ASSERT_DOUBLE_EQUAL (k3, 0.1, 0.005);
+  CU_ASSERT_DOUBLE_EQUAL ((k1 * 100 + k3 * 300) / 400, 0.15, 0.005);
 }
 
 /* The error a pipeline with these shedder options fails to start with. */
@@ -599,6 +636,7 @@ main (void)
   CU_add_test (s, "kept items joined frame by frame", test_shed_rows_joined_by_frame);
   CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
   CU_add_test (s, "the pruning model decides", test_dnn_policy);
+  CU_add_test (s, "the pruning model spreads the quota", test_balance_keep);
   CU_add_test (s, "bad models and options", test_bad_models_and_options);
   return sedp_test_run ();
 }
