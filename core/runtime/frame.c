@@ -49,8 +49,11 @@ column_name_hash (const char *name)
   return h;
 }
 
+/* A new column of @n_rows; its values zeroed when @zeroed (a caller that writes every value,
+ * offset and string itself passes FALSE). */
 static SedpColumn *
-column_alloc (const char *name, SedpColumnType type, guint width, guint n_rows, guint n_values)
+column_alloc_full (const char *name, SedpColumnType type, guint width, guint n_rows,
+                   guint n_values, gboolean zeroed)
 {
   SedpColumn *c = g_new0 (SedpColumn, 1);
   c->ref_count = 1;
@@ -61,12 +64,19 @@ column_alloc (const char *name, SedpColumnType type, guint width, guint n_rows, 
   c->n_rows = n_rows;
   if (type == SEDP_COLUMN_IDLIST) {
     c->n_values = n_values;
-    c->offsets = g_new0 (guint32, (gsize) n_rows + 1);
-    c->data = g_malloc0_n (MAX (n_values, 1), sizeof (guint64));
+    c->offsets = zeroed ? g_new0 (guint32, (gsize) n_rows + 1) : g_new (guint32, (gsize) n_rows + 1);
+    c->data = (zeroed ? g_malloc0_n : g_malloc_n) (MAX (n_values, 1), sizeof (guint64));
   } else {
-    c->data = g_malloc0_n (MAX ((gsize) n_rows * c->width, 1), column_elem_size (type));
+    c->data = (zeroed ? g_malloc0_n : g_malloc_n) (MAX ((gsize) n_rows * c->width, 1),
+                                                   column_elem_size (type));
   }
   return c;
+}
+
+static SedpColumn *
+column_alloc (const char *name, SedpColumnType type, guint width, guint n_rows, guint n_values)
+{
+  return column_alloc_full (name, type, width, n_rows, n_values, TRUE);
 }
 
 SedpColumn *
@@ -104,7 +114,7 @@ column_gather (const SedpColumn *src, const guint32 *rows, guint n)
       guint r = src->broadcast ? 0 : (rows ? rows[i] : i);
       total += src->offsets[r + 1] - src->offsets[r];
     }
-    c = column_alloc (src->name, src->type, 1, n, total);
+    c = column_alloc_full (src->name, src->type, 1, n, total, FALSE);
     guint64 *dst = c->data;
     const guint64 *sv = src->data;
     guint pos = 0;
@@ -118,7 +128,7 @@ column_gather (const SedpColumn *src, const guint32 *rows, guint n)
     c->offsets[n] = pos;
     return c;
   }
-  c = column_alloc (src->name, src->type, src->width, n, 0);
+  c = column_alloc_full (src->name, src->type, src->width, n, 0, FALSE); /* every value copied */
   if (src->type == SEDP_COLUMN_STRING) {
     char **d = c->data, *const *s = src->data;
     for (guint i = 0; i < n; i++)
@@ -685,7 +695,8 @@ sedp_frame_concat (SedpFrame *const *frames, guint n)
       sedp_frame_put_column (f, (SedpColumn *) proto);
       continue;
     }
-    SedpColumn *dst = column_alloc (proto->name, proto->type, proto->width, total, n_values);
+    SedpColumn *dst = column_alloc_full (proto->name, proto->type, proto->width, total, n_values,
+                                         FALSE); /* every row copied below */
     gsize row_bytes = (gsize) proto->width * column_elem_size (proto->type);
     guint row = 0, vpos = 0;
     for (guint i = 0; i < n; i++) {
