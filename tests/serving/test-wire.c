@@ -414,6 +414,11 @@ test_wire_errors (void)
     {"field number 0", "\x00\x01", 2, "malformed field tag"},
     {"a varint of 11 bytes", "\x20\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "deadline_ms"},
     {"a feature name that is not UTF-8", "\x1a\x08\x12\x06\x0a\x02\xff\xfe\x12\x00", 10, "not valid UTF-8"},
+    /* names already columns skip the check, so a new name on a later item must still get it */
+    {"a second item's new feature name that is not UTF-8",
+     "\x1a\x09\x12\x07\x0a\x01x\x12\x02\x08\x01"
+     "\x1a\x0a\x12\x08\x0a\x02\xff\xfe\x12\x02\x08\x01", 23,
+     "items[1].features: a feature name is not valid UTF-8"},
     {"a request_id that is not UTF-8", "\x0a\x01\xff\x1a\x00", 5, "request_id"},
     {"packed floats of 5 bytes", "\x1a\x0e\x12\x0c\x0a\x01x\x12\x07\x2a\x05\x0a\x03\x01\x02\x03", 16, "items[0].features[\"x\"]"},
   };
