@@ -123,3 +123,26 @@ shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n)
     return model_keep;
   return MIN (1.0, model_keep * b->quota_items / b->model_items);
 }
+
+void
+shed_window_add (ShedWindow *w, gint64 now_us, gint64 slice_us, double value)
+{
+  gint64 id = now_us / slice_us + 1;
+  guint i = (guint) (id % SHED_WINDOW_SLICES);
+  if (w->slice[i] != id) {
+    w->slice[i] = id;
+    w->sum[i] = 0;
+  }
+  w->sum[i] += value;
+}
+
+double
+shed_window_sum (const ShedWindow *w, gint64 now_us, gint64 slice_us)
+{
+  gint64 id = now_us / slice_us + 1;
+  double total = 0;
+  for (guint i = 0; i < SHED_WINDOW_SLICES; i++)
+    if (w->slice[i] > id - SHED_WINDOW_SLICES && w->slice[i] <= id)
+      total += w->sum[i];
+  return total;
+}

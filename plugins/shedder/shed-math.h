@@ -107,3 +107,17 @@ typedef struct {
  * (nothing need be shed; @b unchanged); @model_keep when the model kept nothing lately.
  */
 double shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n);
+
+/* The candidates that reached a stage over a sliding window of SHED_WINDOW_SLICES slices (the
+ * `control` policy's offered load). Zeroed to start. */
+#define SHED_WINDOW_SLICES 20
+typedef struct {
+  gint64 slice[SHED_WINDOW_SLICES]; /* 1 + the slice's number (now / slice_us); 0: unused */
+  double sum[SHED_WINDOW_SLICES];
+} ShedWindow;
+
+/* Adds @value at @now_us to the slice of @slice_us microseconds it falls in. */
+void shed_window_add (ShedWindow *w, gint64 now_us, gint64 slice_us, double value);
+
+/* The sum over the last SHED_WINDOW_SLICES slices, the current one included. */
+double shed_window_sum (const ShedWindow *w, gint64 now_us, gint64 slice_us);

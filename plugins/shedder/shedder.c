@@ -15,8 +15,6 @@ typedef enum { POLICY_NONE, POLICY_FIXED, POLICY_CONTROL, POLICY_DNN } Policy;
 
 /* Without target_ms, a request should be done by this share of its deadline budget. */
 #define DEFAULT_TARGET_SHARE 0.6
-/* The weight of each request's count in the mean count (about the last twenty). */
-#define MEAN_COUNT_WEIGHT 0.05
 /* A pruning model's keep of this or more keeps every candidate: its label at quota 1 (no load)
  * is 1, and a small model's error there (it gave 0.992–0.996 on the CTR example) would shed a
  * candidate or two of every request when nothing needs shedding. */
@@ -34,8 +32,8 @@ typedef struct {
   SedpNnModel *model;          /* dnn only */
   SedpNnPlan **plans;          /* one per worker */
   gint prev_cutoff_ppm;        /* atomic: the last decision, in millionths */
-  GMutex lock;                 /* guards mean_n and balance */
-  double mean_n;               /* the recent requests' candidate counts, smoothed */
+  GMutex lock;                 /* guards arrived and balance */
+  ShedWindow arrived;          /* the candidates that reached the stage, over the load window */
   ShedBalance balance;         /* dnn: the recent quotas and model keeps */
   SedpCounter *requests, *shed_items, *bad_escores, *fallbacks;
   SedpHistogram *cutoff_ratio;
@@ -136,8 +134,9 @@ model_keep (Shedder *s, guint worker, const float *features)
  * backlog, the service rate and the candidates arriving. The backlog is the work in flight
  * drained at the service rate, which is the items finished per second when that is more (a busy
  * pipeline's throughput is its capacity), else what the stages after this one can process on
- * one core (at light load the throughput is only the demand); the candidates arriving are the
- * requests arriving times their mean count. So the requests of a moment lose about the same
+ * one core (at light load the throughput is only the demand); the candidates arriving are those
+ * that reached this stage over the same window as the item rate (so that at light load the two
+ * move together). So the requests of a moment lose about the same
  * share (recall falls faster the more is cut, so cutting a few deeply loses more of the top K).
  * A request that would still be late, because the share that fits its target behind the work
  * in flight (shed_fit_share: target_ms, else 60 % of its deadline budget) is under half of it,
@@ -151,9 +150,12 @@ control_keep (Shedder *s, SedpRequest *req, guint n)
   double remaining = (double) sedp_request_get_remaining_us (req);
   double target = s->target_us > 0 ? s->target_us : DEFAULT_TARGET_SHARE * (elapsed + remaining);
   double rate = MAX (load.item_rate, load.downstream_item_capacity);
+  gint64 now = g_get_monotonic_time ();
   g_mutex_lock (&s->lock);
-  s->mean_n += s->mean_n > 0 ? MEAN_COUNT_WEIGHT * (n - s->mean_n) : n;
-  double offered = load.arrival_rate * s->mean_n;
+  gint64 slice_us = MAX ((gint64) (load.window_s * 1e6 / SHED_WINDOW_SLICES), 1);
+  shed_window_add (&s->arrived, now, slice_us, n);
+  double offered = load.window_s > 0 ? shed_window_sum (&s->arrived, now, slice_us) / load.window_s
+                                     : 0.0;
   g_mutex_unlock (&s->lock);
   double drain_s = rate > 0 ? load.items_in_flight / rate : 0.0;
   double share = shed_control_share (drain_s, target / 1e6, rate, offered);

@@ -90,6 +90,23 @@ test_control_share (void)
   CU_ASSERT_DOUBLE_EQUAL (shed_control_share (0.5, 1, 1000, 0), 1.0, 1e-12);
 }
 
+/* The offered load's window by hand: slices of 100 ms, 20 of them. */
+static void
+test_window (void)
+{
+  ShedWindow w = {0};
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 0, 100000), 0, 1e-12);
+  shed_window_add (&w, 0, 100000, 300);
+  shed_window_add (&w, 50000, 100000, 200);       /* the same slice */
+  shed_window_add (&w, 1050000, 100000, 100);     /* slice 10 */
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 1050000, 100000), 600, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 1999999, 100000), 600, 1e-12); /* slice 19 */
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 2000000, 100000), 100, 1e-12); /* slice 0 left */
+  shed_window_add (&w, 2010000, 100000, 50);      /* slice 20 reuses slice 0's place */
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 2010000, 100000), 150, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (shed_window_sum (&w, 5000000, 100000), 0, 1e-12);   /* all past */
+}
+
 /* A load step in a simulated pipeline (1000 items/s, requests of 100 at the entry, a FIFO of
  * items, the throughput measured over the last 2 s; the decision as in the stage: the control
  * share, or the request's fit when that is under half of it): at half the capacity nothing is
@@ -626,6 +643,7 @@ main (void)
   CU_add_test (s, "the control policy's share by hand", test_fit_share);
   CU_add_test (s, "the control policy's share by hand", test_control_share);
   CU_add_test (s, "the control policy's answer to a load step", test_control_step);
+  CU_add_test (s, "the offered load's window", test_window);
   CU_add_test (s, "recall curve", test_recall_curve);
   CU_add_test (s, "training labels by hand", test_labels);
   CU_add_test (s, "labels priced per candidate kept", test_labels_item_price);
