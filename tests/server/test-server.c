@@ -570,14 +570,17 @@ call_thread (gpointer data)
   return NULL;
 }
 
-/* A slow request-scope stage behind a source with a queue of one: most of a burst is refused. */
+/* A slow request-scope stage behind a source with a queue of one: most of a burst is refused.
+ * Each request holds the stage 1 s, so that clients whose threads start late (a machine busy
+ * with the other suites) still find one waiting: with 0.3 s the depth was missed once in a
+ * parallel run of every suite. */
 static void
 test_overload (void)
 {
   const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
                      "[stage reader]\nplugin = data_reader\nqueue_capacity = 1\n"
                      "[stage wait]\nplugin = synthetic_work\nafter = reader\nscope = request\n"
-                     "sleep_us = 300000\nqueue_capacity = 1\n"
+                     "sleep_us = 1000000\nqueue_capacity = 1\n"
                      "[stage score]\nplugin = synthetic_work\nafter = wait\noutput = score\n";
   const char *pipelines[] = {slow, NULL};
   Server s;
