@@ -28,3 +28,19 @@ const char *sedp_column_kind_name (Kind kind);
  * it) to "WHAT[ROW].NAME: …, but WHAT[OTHER] has …". */
 gboolean sedp_column_kind_merge (ColumnKind *column, Kind kind, guint width, guint row,
                                  const char *what, char **message);
+
+/* sedp_column_kind_merge() of a value of the kind the column has already (not a vector), done
+ * inline: a decoder calls it for every value, and nearly every value is of that kind. FALSE
+ * when it is not that case; then call sedp_column_kind_merge(). */
+static inline gboolean
+sedp_column_kind_merge_same (ColumnKind *column, Kind kind, guint width)
+{
+  if (kind != column->kind || kind == KIND_VECTOR)
+    return FALSE;
+  if (kind != KIND_IDLIST)
+    return TRUE;
+  if (width != column->width && column->ragged_row == 0)
+    return FALSE; /* the first ragged row: recorded by the merge */
+  column->n_values += width;
+  return TRUE;
+}

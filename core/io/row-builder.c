@@ -249,10 +249,8 @@ row_builder_lookup (RowBuilder *b, const char *name, gsize len)
 gboolean
 row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column, GError **error)
 {
-  guint32 hash = 0;
-  gint found = column_find (b, name, len, &hash);
+  gint found = row_builder_lookup (b, name, len);
   if (found >= 0) {
-    b->guess = (guint) found + 1;
     *column = (guint) found;
     return TRUE;
   }
@@ -260,8 +258,7 @@ row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column, G
   if (b->columns->len >= s->limits.max_features)
     return sedp_protocol_over_limit (error, "%s: more than the limit of %u distinct features "
                                      "(max_features)", b->what, s->limits.max_features);
-  if (b->columns->len == 0)
-    hash = name_hash (name, len);
+  guint32 hash = name_hash (name, len);
   const char *copy = row_store_text (s, name, len, error);
   if (copy == NULL || !row_store_charge (s, (gsize) b->cap_rows * sizeof (RowValue), error))
     return FALSE;
@@ -332,14 +329,8 @@ row_builder_end_row (RowBuilder *b, guint row, GError **error)
     RowColumn *c = &g_array_index (b->columns, RowColumn, g_array_index (b->row_order, guint, i));
     guint width = 0;
     Kind k = value_kind (&c->vals[row], &width);
-    if (k == c->k.kind && k != KIND_VECTOR) { /* sedp_column_kind_merge's common cases */
-      if (k != KIND_IDLIST)
-        continue;
-      if (width == c->k.width || c->k.ragged_row) {
-        c->k.n_values += width;
-        continue;
-      }
-    }
+    if (sedp_column_kind_merge_same (&c->k, k, width))
+      continue;
     g_autofree char *conflict = NULL;
     if (!sedp_column_kind_merge (&c->k, k, width, row, b->what, &conflict))
       return sedp_protocol_invalid (error, "%s", conflict);
