@@ -111,17 +111,53 @@ shed_control_share (double drain_s, double target_s, double service_rate, double
   return isnan (share) ? 1.0 : CLAMP (share, 0.0, 1.0);
 }
 
+/* The candidates the requests of @b keep with their model keeps scaled by @r. */
+static double
+balance_kept (const ShedBalance *b, double r)
+{
+  double kept = 0;
+  for (guint i = 0; i < b->count; i++)
+    kept += b->request[i].n * CLAMP (b->request[i].model * r, b->request[i].floor, 1.0);
+  return kept;
+}
+
+/* The scale of the model keeps of @b that keeps @allowed candidates (bisection: the kept
+ * candidates grow with the scale, from every request at its floor to every one whole). */
+static double
+balance_scale (const ShedBalance *b, double allowed)
+{
+  double hi = 1.0;
+  for (guint i = 0; i < b->count; i++)
+    if (b->request[i].model > 0)
+      hi = MAX (hi, 1.0 / b->request[i].model);
+  double lo = 0;
+  for (guint step = 0; step < 40; step++) {
+    double mid = 0.5 * (lo + hi);
+    if (balance_kept (b, mid) < allowed)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
+}
+
 double
-shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n)
+shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n, double floor)
 {
   if (quota >= 1.0)
     return 1.0;
-  double w = b->model_items > 0 ? SHED_BALANCE_WEIGHT : 1.0; /* the first request sets both */
-  b->quota_items += w * (quota * n - b->quota_items);
-  b->model_items += w * (model_keep * n - b->model_items);
-  if (!(b->model_items > 0))
-    return model_keep;
-  return MIN (1.0, model_keep * b->quota_items / b->model_items);
+  floor = CLAMP (floor, 0.0, 1.0);
+  model_keep = isnan (model_keep) ? floor : CLAMP (model_keep, 0.0, 1.0);
+  b->request[b->next].n = n;
+  b->request[b->next].model = model_keep;
+  b->request[b->next].floor = floor;
+  b->request[b->next].allowed = MAX (CLAMP (quota, 0.0, 1.0), floor);
+  b->next = (b->next + 1) % SHED_BALANCE_REQUESTS;
+  b->count = MIN (b->count + 1, SHED_BALANCE_REQUESTS);
+  double allowed = 0;
+  for (guint i = 0; i < b->count; i++)
+    allowed += b->request[i].n * b->request[i].allowed;
+  return CLAMP (model_keep * balance_scale (b, allowed), floor, 1.0);
 }
 
 void

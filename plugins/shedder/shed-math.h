@@ -83,15 +83,22 @@ double shed_fit_share (double in_flight, double rate, guint n, double elapsed_us
  */
 double shed_control_share (double drain_s, double target_s, double service_rate, double offered_rate);
 
-/* The recent requests of a `dnn` stage: their candidates times their quotas, and times the
- * model's keeps, each smoothed (SHED_BALANCE_WEIGHT per request). Zeroed to start. */
-typedef struct {
-  double quota_items;
-  double model_items;
-} ShedBalance;
+/* The requests of a `dnn` stage over which the quota is kept: about the last 50. */
+#define SHED_BALANCE_REQUESTS 50
 
-/* The weight of one request in a #ShedBalance: about the last 50 requests count. */
-#define SHED_BALANCE_WEIGHT 0.02
+/* The recent requests of a `dnn` stage under load (a ring of SHED_BALANCE_REQUESTS): each one's
+ * candidates, the model's keep, the least it could keep (its floor) and the share its quota
+ * allowed. Zeroed to start. */
+typedef struct {
+  guint next;   /* where the next request goes */
+  guint count;  /* requests held, up to SHED_BALANCE_REQUESTS */
+  struct {
+    double n;
+    double model;
+    double floor;
+    double allowed;
+  } request[SHED_BALANCE_REQUESTS];
+} ShedBalance;
 
 /**
  * shed_balance_keep:
@@ -99,14 +106,18 @@ typedef struct {
  * @quota: the share of the candidates the pipeline can afford now (the `control` share), 0..1
  * @model_keep: the pruning DNN's keep fraction for this request, 0..1
  * @n: the request's candidates
+ * @floor: the least share the request keeps whatever is asked (shed_keep_count's floors: the
+ *   share `min_keep` and `max_cutoff` leave), 0..1
  *
  * The `dnn` policy's keep: the model spreads the quota over the requests, the quota sets how much
- * is kept in all. The model's keep is scaled so that over the recent requests the candidates it
- * keeps are those their quotas allow: `min (1, model_keep × Σ quota·n / Σ model_keep·n)`, the
- * sums smoothed over requests (docs/load-shedding.md#the-quota-is-kept). 1 when @quota is 1
- * (nothing need be shed; @b unchanged); @model_keep when the model kept nothing lately.
+ * is kept in all. The model's keeps are scaled by one factor `r` so that the recent requests,
+ * this one included, keep the candidates their quotas allow, as kept: each keeps
+ * `CLAMP (model_keep × r, floor, 1)` and `Σ n × that = Σ n × MAX (quota, floor)`, what `control`
+ * keeps at the same quotas (docs/load-shedding.md#the-quota-is-kept). Found by bisection over
+ * the ring. Returns this request's share; 1 when @quota is 1 (nothing need be shed; @b
+ * unchanged).
  */
-double shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n);
+double shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n, double floor);
 
 /* The candidates that reached a stage over a sliding window of SHED_WINDOW_SLICES slices (the
  * `control` policy's offered load). Zeroed to start. */

@@ -186,8 +186,9 @@ dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint work
   }
   if (!s->dnn_by_quota)
     return keep;
+  double floor = n ? (double) shed_keep_count (0, n, s->min_keep, s->max_cutoff) / n : 1.0;
   g_mutex_lock (&s->lock);
-  keep = shed_balance_keep (&s->balance, quota, keep, n);
+  keep = shed_balance_keep (&s->balance, quota, keep, n, floor);
   g_mutex_unlock (&s->lock);
   return keep;
 }

@@ -558,35 +558,45 @@ test_dnn_policy (void)
   g_unlink (by_max);
 }
 
-/* dnn_level = quota by hand: the model's keeps scaled by the recent quota over the recent keeps
- * (candidate-weighted, SHED_BALANCE_WEIGHT = 0.02 per request). */
+/* dnn_level = quota by hand: the model's keeps scaled by one factor so that the recent requests
+ * keep, after their floors and the cap at 1, what their quotas allow. */
 static void
 test_balance_keep (void)
 {
   ShedBalance b = {0};
-  /* The first request sets both sums: 0.8 × 50 / 80. */
-  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 0.5, 0.8, 100), 0.5, 1e-12);
-  /* quota 50 + 0.02 (50 - 50) = 50, model 80 + 0.02 (40 - 80) = 79.2: 0.4 × 50 / 79.2. */
-  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 0.5, 0.4, 100), 0.4 * 50 / 79.2, 1e-12);
-  /* A quota of 1 keeps all and leaves the sums. */
-  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 1.0, 0.1, 100), 1.0, 1e-12);
-  CU_ASSERT_DOUBLE_EQUAL (b.quota_items, 50, 1e-12);
-  CU_ASSERT_DOUBLE_EQUAL (b.model_items, 79.2, 1e-12);
-  /* Capped at 1: quota 50, model 79.2 + 0.02 (10 - 79.2) = 77.816; 1.0 × 50 / 77.816 < 1, but
-   * a model keep of 1 with a quota twice the model's recent keeps is 1, not 2. */
-  ShedBalance low = {.quota_items = 50, .model_items = 10};
-  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&low, 0.5, 0.9, 100), 1.0, 1e-12);
-  /* Requests of 100 and 300 candidates whose model keeps 0.6 and 0.2 (a mean of 0.3 per
-   * candidate) under a quota of 0.15: half of what the model keeps, in the same proportion. */
-  ShedBalance mix = {0};
-  double k1 = 0, k3 = 0;
-  for (guint i = 0; i < 2000; i++) {
-    k1 = shed_balance_keep (&mix, 0.15, 0.6, 100);
-    k3 = shed_balance_keep (&mix, 0.15, 0.2, 300);
-  }
-  CU_ASSERT_DOUBLE_EQUAL (k1, 0.3, 0.01);
-  CU_ASSERT_DOUBLE_EQUAL (k3, 0.1, 0.005);
-  CU_ASSERT_DOUBLE_EQUAL ((k1 * 100 + k3 * 300) / 400, 0.15, 0.005);
+  /* One request: its quota. */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 0.5, 0.8, 100, 0.1), 0.5, 1e-9);
+  /* A quota of 1 keeps all and leaves the ring. */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&b, 1.0, 0.1, 100, 0.1), 1.0, 1e-12);
+  CU_ASSERT_EQUAL (b.count, 1);
+  /* Requests of 100 and 300 candidates whose model keeps 0.6 and 0.2 under a quota of 0.12
+   * (48 of 400 candidates), floors 0.1: the 300 are held at their floor (30), so r = 0.3 (the
+   * 100 would keep 18); scaled without the floors (r = 48 / 120) they would keep 24 + 30 = 54.
+   * Another 100 at 0.6: 60 allowed of 500, 120 r + 30 = 60, r = 0.25. */
+  ShedBalance floors = {0};
+  shed_balance_keep (&floors, 0.12, 0.6, 100, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&floors, 0.12, 0.2, 300, 0.1), 0.1, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&floors, 0.12, 0.6, 100, 0.1), 0.15, 1e-6);
+  /* Two requests of 100 under a quota of 0.9 whose model keeps 1 and 0.5: 180 allowed, the
+   * first is whole at 100, so the second keeps 0.8 (r = 1.6; scaled without the cap, 0.6). */
+  ShedBalance cap = {0};
+  shed_balance_keep (&cap, 0.9, 1.0, 100, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&cap, 0.9, 0.5, 100, 0.1), 0.8, 1e-6);
+  /* A quota under the floor counts as the floor (what control keeps): two requests of 100 at
+   * quota 0 with floor 0.1 and model keeps 0.6 and 0.2 both keep 0.1. */
+  ShedBalance low = {0};
+  shed_balance_keep (&low, 0.0, 0.6, 100, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_keep (&low, 0.0, 0.2, 100, 0.1), 0.1, 1e-9);
+  /* Only the last SHED_BALANCE_REQUESTS count: after many requests at quota 0.5 and model 0.25,
+   * the old ones (quota 0.1, model 0.8) are gone and the keep is 0.5. */
+  ShedBalance ring = {0};
+  for (guint i = 0; i < 10; i++)
+    shed_balance_keep (&ring, 0.1, 0.8, 100, 0.1);
+  double k = 0;
+  for (guint i = 0; i < SHED_BALANCE_REQUESTS; i++)
+    k = shed_balance_keep (&ring, 0.5, 0.25, 100, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (k, 0.5, 1e-6);
+  CU_ASSERT_EQUAL (ring.count, SHED_BALANCE_REQUESTS);
 }
 
 /* The error a pipeline with these shedder options fails to start with. */
