@@ -95,8 +95,8 @@ result_column (const SedpFrame *f, const char *name, guint *width, const char *r
 
 /* Keeps @r's escores and scores in @w (requests of fewer than two candidates are skipped). */
 static gboolean
-keep_result (SedpShedWorkload *w, SedpRequest *r, const char *score, const char *escore,
-             GError **error)
+keep_result (SedpShedWorkload *w, SedpRequest *r, guint index, const char *score,
+             const char *escore, GError **error)
 {
   const SedpResult *res = sedp_request_get_result (r);
   const char *rid = sedp_request_get_id (r);
@@ -113,6 +113,7 @@ keep_result (SedpShedWorkload *w, SedpRequest *r, const char *score, const char 
     return TRUE;
   }
   SedpShedRequest *q = g_new0 (SedpShedRequest, 1);
+  q->index = index;
   q->n = n;
   q->escore = g_new (float, n);
   q->score = g_new (float, n);
@@ -139,10 +140,19 @@ typedef struct {
   GAsyncQueue *done;
 } Collecting;
 
+/* A request in flight: where its answer goes and its place in the file. */
+typedef struct {
+  Collecting *c;
+  guint index;
+  SedpRequest *r;
+} Submitted;
+
 static void
 on_done (SedpRequest *r, gpointer data)
 {
-  g_async_queue_push (((Collecting *) data)->done, sedp_request_ref (r));
+  Submitted *s = data;
+  s->r = sedp_request_ref (r);
+  g_async_queue_push (s->c->done, s);
 }
 
 /* Takes one completed request from @c and keeps it. */
@@ -150,9 +160,10 @@ static gboolean
 take_one (Collecting *c, SedpShedWorkload *w, const char *score, const char *escore,
           GError **error)
 {
-  SedpRequest *r = g_async_queue_pop (c->done);
-  gboolean ok = keep_result (w, r, score, escore, error);
-  sedp_request_unref (r);
+  Submitted *s = g_async_queue_pop (c->done);
+  gboolean ok = keep_result (w, s->r, s->index, score, escore, error);
+  sedp_request_unref (s->r);
+  g_free (s);
   return ok;
 }
 
@@ -167,13 +178,17 @@ run_all (SedpPipeline *p, SedpRequestReader *reader, SedpShedWorkload *w, const 
   gboolean ok = TRUE;
   GError *first = NULL, *later = NULL;
   SedpRequest *r;
-  while (ok && (r = sedp_request_reader_next (reader, &first)) != NULL) {
+  for (guint index = 0; ok && (r = sedp_request_reader_next (reader, &first)) != NULL; index++) {
     SedpStatus st;
-    while ((st = sedp_pipeline_submit (p, r, on_done, &c)) == SEDP_STATUS_OVERLOADED && inflight > 0) {
+    Submitted *sub = g_new0 (Submitted, 1);
+    *sub = (Submitted) {&c, index, NULL};
+    while ((st = sedp_pipeline_submit (p, r, on_done, sub)) == SEDP_STATUS_OVERLOADED && inflight > 0) {
       ok = take_one (&c, w, score, escore, first ? &later : &first) && ok;
       inflight--;
     }
     inflight += st == SEDP_STATUS_OK;
+    if (st != SEDP_STATUS_OK)
+      g_free (sub);
     if (st != SEDP_STATUS_OK && first == NULL)
       g_set_error (&first, SEDP_SHED_ERROR, SEDP_SHED_ERROR_FAILED, "request '%s' was refused: %s",
                    sedp_request_get_id (r), sedp_status_to_string (st));
@@ -190,6 +205,13 @@ run_all (SedpPipeline *p, SedpRequestReader *reader, SedpShedWorkload *w, const 
   if (first)
     g_propagate_error (error, first);
   return first == NULL;
+}
+
+static gint
+by_index (gconstpointer a, gconstpointer b)
+{
+  const SedpShedRequest *x = *(SedpShedRequest *const *) a, *y = *(SedpShedRequest *const *) b;
+  return x->index < y->index ? -1 : x->index > y->index;
 }
 
 SedpShedWorkload *
@@ -212,6 +234,7 @@ sedp_shed_collect (const char *pipeline, const char *requests, SedpRequestFormat
   }
   SedpRequestReader *reader = sedp_request_reader_open_format (requests, format, error);
   gboolean ok = reader && run_all (p, reader, w, score, escore, error);
+  g_ptr_array_sort (w->requests, by_index); /* the file's order, whatever order they ended in */
   sedp_request_reader_close (reader);
   sedp_pipeline_free (p);
   if (ok && w->requests->len == 0)

@@ -18,6 +18,7 @@ typedef enum {
 
 /** SedpShedRequest: one request's candidates: @n escores and full-model scores (owned). */
 typedef struct {
+  guint index;   /* its place in the request file, from 0 */
   guint n;
   float *escore;
   float *score;

@@ -304,6 +304,7 @@ test_train (void)
   for (guint q = 0; q < w->requests->len; q++) {
     const SedpShedRequest *r = g_ptr_array_index (w->requests, q);
     CU_ASSERT_EQUAL (r->n, 20); /* nothing shed */
+    CU_ASSERT_EQUAL (r->index, q); /* in the file's order, whatever order they ended in */
     CU_ASSERT_DOUBLE_EQUAL (r->score[7], log1p (7.0), 1e-5);
   }
   SedpShedTrainOptions opt;
