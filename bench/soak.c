@@ -39,6 +39,7 @@
  * timeout_ms in the copy; default: the file's, 50). */
 #define _GNU_SOURCE /* memmem */
 #include "bench-process.h"
+#include "bench-stats.h"
 #include "redis-harness.h"
 
 #include <errno.h>
@@ -634,26 +635,65 @@ cmp_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* The nearest-rank p99 of the valid requests answered 200 and due in [from, to) s. */
-static double
-p99_between (const Load *L, double from, double to, guint *n_out)
+static gint
+timed_cmp (gconstpointer a, gconstpointer b)
 {
-  g_autoptr (GArray) v = g_array_new (FALSE, FALSE, sizeof (double));
+  double x = ((const BenchTimed *) a)->t, y = ((const BenchTimed *) b)->t;
+  return x < y ? -1 : x > y;
+}
+
+/* The valid requests answered 200 that were due in [@from, @to) seconds: when due, and their
+ * latency from then, in due order. */
+static GArray *
+window_samples (const Load *L, double from, double to)
+{
+  GArray *v = g_array_new (FALSE, FALSE, sizeof (BenchTimed));
   for (guint64 i = 0; i < L->n_total; i++) {
     const Record *r = &L->recs[i];
     double t = (double) (r->due - L->t0) / G_USEC_PER_SEC;
     if (r->kind == KIND_VALID && r->status == 200 && t >= from && t < to) {
-      double ms = (double) (r->done - r->due) / 1000;
-      g_array_append_val (v, ms);
+      BenchTimed x = {t, (double) (r->done - r->due) / 1000};
+      g_array_append_val (v, x);
     }
   }
+  g_array_sort (v, timed_cmp);
+  return v;
+}
+
+/* The p99 latency (ms) of @w's samples; 0 when none. */
+static double
+p99_of (const GArray *w)
+{
+  g_autofree double *ms = g_new (double, MAX (w->len, 1));
+  for (guint i = 0; i < w->len; i++)
+    ms[i] = g_array_index (w, BenchTimed, i).ms;
+  return bench_stats_quantile (ms, w->len, 0.99);
+}
+
+/* p99_of the requests due in [@from, @to); their count in @n_out. */
+static double
+p99_between (const Load *L, double from, double to, guint *n_out)
+{
+  g_autoptr (GArray) w = window_samples (L, from, to);
   if (n_out)
-    *n_out = v->len;
-  if (v->len == 0)
-    return 0;
-  qsort (v->data, v->len, sizeof (double), cmp_double);
-  guint rank = (guint) ceil (0.99 * v->len);
-  return g_array_index (v, double, MAX (rank, 1) - 1);
+    *n_out = w->len;
+  return p99_of (w);
+}
+
+/* The drift's interval: blocks of this many seconds are drawn whole (a queue that builds and
+ * drains makes neighbouring latencies alike). */
+#define DRIFT_BLOCK_S 2.0
+
+/* The 90 % interval of the signed change of the p99 from the first window of @w seconds to the
+ * last (bench_stats_quantile_change_ci): the change the two windows' own spread allows. */
+static void
+drift_interval (const Load *L, double w, double duration, double *lo, double *hi)
+{
+  g_autoptr (GArray) a = window_samples (L, 0, w);
+  g_autoptr (GArray) b = window_samples (L, duration - w, duration);
+  bench_stats_quantile_change_ci ((const BenchTimed *) a->data, a->len,
+                                  (const BenchTimed *) b->data, b->len, 0.99, DRIFT_BLOCK_S,
+                                  2000, 1, lo, hi);
 }
 
 /* ---- set-up ---- */
@@ -1064,6 +1104,8 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
   double p99_first = p99_between (&L, 0, w, &n_first);
   double p99_last = p99_between (&L, duration - w, duration, &n_last);
   double drift = p99_first > 0 ? fabs (p99_last - p99_first) / p99_first : -1;
+  double drift_lo, drift_hi;
+  drift_interval (&L, w, duration, &drift_lo, &drift_hi);
   g_autoptr (GString) minutes = g_string_new (NULL);
   for (double t = 0; t < duration; t += 60)
     g_string_append_printf (minutes, "%s%.1f", t > 0 ? "," : "",
@@ -1128,6 +1170,9 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
           "cpu_other_jobs_cores_first_window=%.2f cpu_other_jobs_cores_last_window=%.2f\n",
           sysconf (_SC_NPROCESSORS_ONLN), cpu_server->str, cpu_other->str,
           other_cores (S.samples, 0, w), other_cores (S.samples, duration - w, duration));
+  printf ("RESULT p99_change_signed=%.3f p99_change_ci90=%.3f..%.3f p99_change_block_s=%g\n",
+          p99_first > 0 ? (p99_last - p99_first) / p99_first : 0, drift_lo, drift_hi,
+          DRIFT_BLOCK_S);
   printf ("RESULT soak_p99_drift=%.3f\n", drift);
   if (exited)
     printf ("RESULT soak_server_exit=%s_%d\n", WIFSIGNALED (wstatus) ? "signal" : "status",
