@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 /* The source tree of the build folder @build (from its meson-info), or its parent. */
 static inline char *
@@ -120,4 +121,38 @@ bench_paths (char **build, char **src, char **sedp, char **data)
   *sedp = g_build_filename (*build, "core", "sedp", NULL);
   *data = g_build_filename (*build, "e2e-data", NULL);
   g_setenv ("SEDP", *sedp, TRUE);
+}
+
+/* CPU seconds (user + system) of process @pid so far (0: this one, all its threads); 0 when it
+ * is gone. */
+static inline double
+bench_process_cpu (int pid)
+{
+  g_autofree char *path =
+    pid > 0 ? g_strdup_printf ("/proc/%d/stat", pid) : g_strdup ("/proc/self/stat");
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return 0;
+  const char *p = strrchr (text, ')');
+  unsigned long utime = 0, stime = 0;
+  /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+   * stime */
+  if (p == NULL || sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                           &stime) != 2)
+    return 0;
+  return (double) (utime + stime) / (double) sysconf (_SC_CLK_TCK);
+}
+
+/* CPU seconds the whole machine has been busy (all CPUs). */
+static inline double
+bench_machine_busy (void)
+{
+  g_autofree char *text = NULL;
+  unsigned long long v[8] = {0};
+  if (!g_file_get_contents ("/proc/stat", &text, NULL, NULL) ||
+      sscanf (text, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+              &v[4], &v[5], &v[6], &v[7]) != 8)
+    return 0;
+  /* user nice system idle iowait irq softirq steal: all but idle and iowait */
+  return (double) (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double) sysconf (_SC_CLK_TCK);
 }

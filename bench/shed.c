@@ -299,7 +299,33 @@ on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointe
 
 typedef struct {
   double answered, p99_ms, recall10, shed_share, items_per_s;
+  double server_cores, other_cores; /* the server's CPU, and the other jobs' of this machine */
 } Outcome;
+
+/* CPU seconds so far: the machine's, the server's and this program's (the load generator). */
+typedef struct {
+  double t, busy, server, self;
+} CpuMark;
+
+static CpuMark
+cpu_mark (GPid server)
+{
+  return (CpuMark) {g_get_monotonic_time () / 1e6, bench_machine_busy (),
+                    bench_process_cpu ((int) server), bench_process_cpu (0)};
+}
+
+/* From @a to now: the server's cores, and the cores of everything that is neither the server
+ * nor this program (a neighbour's job on a shared machine) in @o. */
+static void
+cpu_since (const CpuMark *a, GPid server, Outcome *o)
+{
+  CpuMark b = cpu_mark (server);
+  double dt = b.t - a->t;
+  if (dt <= 0)
+    return;
+  o->server_cores = (b.server - a->server) / dt;
+  o->other_cores = MAX (0.0, ((b.busy - a->busy) - (b.server - a->server) - (b.self - a->self)) / dt);
+}
 
 static int
 cmp_double (const void *a, const void *b)
@@ -434,12 +460,16 @@ run_policy (Bench *b, const char *policy, guint mult, double fixed_keep, Outcome
                                        fixed_keep, queue);
   Server s = {0};
   gboolean ok = pl && server_start (&s, b->sedp, pl, reject ? "ctr" : "ctr-shed");
+  CpuMark mark = cpu_mark (s.pid);
   ok = ok && measure (s.url, b->workload, b->refs, mult * b->capacity, b->duration, o);
+  cpu_since (&mark, s.pid, o);
   server_stop (&s);
   if (!ok)
     return FALSE;
-  const char *k[] = {"answered", "p99_ms", "recall10", "shed_share", "items_per_s"};
-  double v[] = {o->answered, o->p99_ms, o->recall10, o->shed_share, o->items_per_s};
+  const char *k[] = {"answered", "p99_ms", "recall10", "shed_share", "items_per_s",
+                     "server_cores", "other_cores"};
+  double v[] = {o->answered, o->p99_ms, o->recall10, o->shed_share, o->items_per_s,
+                o->server_cores, o->other_cores};
   for (guint i = 0; i < G_N_ELEMENTS (k); i++)
     printf ("RESULT shed_%ux_%s_%s=%.4g\n", mult, policy, k[i], v[i]);
   fflush (stdout);
@@ -469,14 +499,17 @@ run_load (Bench *b, guint mult)
  * answered only 80 % at 1×), and just past the capacity the queue builds slowly: a 10 s probe
  * at 305.8 req/s passed with p99 417 ms, and the 1× run at that rate answered 98.6 %. */
 static double
-confirm_capacity (Bench *b, const char *url, double c, double probe_s)
+confirm_capacity (Bench *b, const Server *s, double c, double probe_s)
 {
   for (guint i = 0; i < 3 && c > 0; i++) {
     Outcome o = {0};
-    if (!measure (url, b->workload, b->refs, c, 2 * probe_s, &o))
+    CpuMark mark = cpu_mark (s->pid);
+    if (!measure (s->url, b->workload, b->refs, c, 2 * probe_s, &o))
       return 0;
-    fprintf (stderr, "shed: capacity %.1f req/s confirmed? answered %.4f, p99 %.1f ms\n", c,
-             o.answered, o.p99_ms);
+    cpu_since (&mark, s->pid, &o);
+    fprintf (stderr, "shed: capacity %.1f req/s confirmed? answered %.4f, p99 %.1f ms (server "
+             "%.2f cores, other jobs %.2f)\n", c, o.answered, o.p99_ms, o.server_cores,
+             o.other_cores);
     if (o.answered >= 0.995 && o.p99_ms <= b->deadline_ms)
       return c;
     c *= 0.95;
@@ -504,7 +537,7 @@ find_capacity (Bench *b, double probe_s)
     search.slo_p99_ms = b->deadline_ms;
     SedpLoadgenCapacity cap = {0};
     if (gen && sedp_loadgen_find_capacity (gen, &cfg, &search, &cap, &error))
-      c = confirm_capacity (b, s.url, cap.capacity_rps, probe_s);
+      c = confirm_capacity (b, &s, cap.capacity_rps, probe_s);
     else
       fprintf (stderr, "shed: capacity: %s\n", error ? error->message : "no target");
     sedp_loadgen_capacity_clear (&cap);

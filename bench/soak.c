@@ -519,39 +519,6 @@ typedef struct {
 
 static RedisServer *the_redis;
 
-/* CPU seconds (user + system) of process @pid so far; 0 when it is gone. */
-static double
-process_cpu (int pid)
-{
-  g_autofree char *path =
-    pid > 0 ? g_strdup_printf ("/proc/%d/stat", pid) : g_strdup ("/proc/self/stat");
-  g_autofree char *text = NULL;
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return 0;
-  const char *p = strrchr (text, ')');
-  unsigned long utime = 0, stime = 0;
-  /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
-   * stime */
-  if (p == NULL || sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                           &stime) != 2)
-    return 0;
-  return (double) (utime + stime) / (double) sysconf (_SC_CLK_TCK);
-}
-
-/* CPU seconds the whole machine has been busy (all CPUs). */
-static double
-machine_busy (void)
-{
-  g_autofree char *text = NULL;
-  unsigned long long v[8] = {0};
-  if (!g_file_get_contents ("/proc/stat", &text, NULL, NULL) ||
-      sscanf (text, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-              &v[4], &v[5], &v[6], &v[7]) != 8)
-    return 0;
-  /* user nice system idle iowait irq softirq steal: all but idle and iowait */
-  return (double) (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double) sysconf (_SC_CLK_TCK);
-}
-
 typedef struct {
   Load *L;
   double interval;
@@ -568,13 +535,13 @@ sampler (gpointer data)
     sleep_until (s->L->t0 + (gint64) (k * s->interval * G_USEC_PER_SEC));
     if (__atomic_load_n (&s->stop, __ATOMIC_RELAXED))
       break;
-    Sample x = {.t = k * s->interval, .rss_kb = rss_anon_kb (), .cpu_busy = machine_busy (),
-                .cpu_server = process_cpu ((int) server_pid), .cpu_self = process_cpu (0)};
+    Sample x = {.t = k * s->interval, .rss_kb = rss_anon_kb (), .cpu_busy = bench_machine_busy (),
+                .cpu_server = bench_process_cpu ((int) server_pid), .cpu_self = bench_process_cpu (0)};
     /* redis-server is restarted midway: its CPU time is summed over both processes */
     static int redis_pid;
     static double redis_base, redis_last;
     int pid = (int) __atomic_load_n (&the_redis->pid, __ATOMIC_RELAXED);
-    double rc = pid > 0 ? process_cpu (pid) : 0;
+    double rc = pid > 0 ? bench_process_cpu (pid) : 0;
     if (pid != redis_pid) {
       redis_base += redis_last;
       redis_pid = pid;
