@@ -4,6 +4,8 @@
 #include "graph/graph.h"
 #include "runtime/pipeline.h"
 
+#include "bench-stats.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -43,20 +45,3 @@ bench_request (guint64 seq, guint n_items, gint64 deadline)
   return r;
 }
 
-static int
-bench_cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-/* The @q quantile of @n values (sorts them). */
-static inline double
-bench_quantile (double *v, guint n, double q)
-{
-  if (n == 0)
-    return 0;
-  qsort (v, n, sizeof (double), bench_cmp_double);
-  guint i = (guint) (q * (n - 1) + 0.5);
-  return v[MIN (i, n - 1)];
-}

@@ -1,4 +1,5 @@
-/* sedp benchmarks — how far a latency quantile measured over a window can be trusted. */
+/* sedp benchmarks — quantiles, and how far a latency quantile measured over a window can be
+ * trusted. */
 #pragma once
 
 #include <glib.h>
@@ -11,20 +12,34 @@ typedef struct {
   double ms;
 } BenchTimed;
 
-static int
-bench_stats_cmp (const void *a, const void *b)
+/* qsort()'s comparison of doubles, ascending. */
+static inline int
+bench_cmp_double (const void *a, const void *b)
 {
   double x = *(const double *) a, y = *(const double *) b;
   return x < y ? -1 : x > y;
 }
 
-/* The @q quantile (nearest rank) of @n values of @v, sorted in place. */
+/* The @q quantile of @n values: the value at index round (@q × (@n − 1)) once sorted (sorts
+ * them); 0 when none. */
 static inline double
-bench_stats_quantile (double *v, guint n, double q)
+bench_quantile (double *v, guint n, double q)
 {
   if (n == 0)
     return 0;
-  qsort (v, n, sizeof *v, bench_stats_cmp);
+  qsort (v, n, sizeof (double), bench_cmp_double);
+  guint i = (guint) (q * (n - 1) + 0.5);
+  return v[MIN (i, n - 1)];
+}
+
+/* The @q quantile (nearest rank: the ceil (@q × @n)-th smallest) of @n values of @v, sorted
+ * in place; 0 when none. */
+static inline double
+bench_quantile_rank (double *v, guint n, double q)
+{
+  if (n == 0)
+    return 0;
+  qsort (v, n, sizeof *v, bench_cmp_double);
   guint rank = (guint) ceil (q * n);
   return v[MAX (rank, 1) - 1];
 }
@@ -42,7 +57,7 @@ bench_stats_block_draw (const BenchTimed *w, guint n_blocks, const guint *start,
     for (guint i = start[k]; i < start[k + 1]; i++)
       buf[m++] = w[i].ms;
   }
-  return bench_stats_quantile (buf, m, q);
+  return bench_quantile_rank (buf, m, q);
 }
 
 /* The largest block of @n_blocks at @start, times @n_blocks: what a draw may hold. */
@@ -113,7 +128,7 @@ bench_stats_quantile_change_ci (const BenchTimed *a, guint na, const BenchTimed 
   g_rand_free (rand);
   if (k == 0)
     return;
-  qsort (change, k, sizeof *change, bench_stats_cmp);
+  qsort (change, k, sizeof *change, bench_cmp_double);
   *lo = change[(guint) floor (0.05 * (k - 1))];
   *hi = change[(guint) ceil (0.95 * (k - 1))];
 }

@@ -634,7 +634,7 @@ p99_of (const GArray *w)
   g_autofree double *ms = g_new (double, MAX (w->len, 1));
   for (guint i = 0; i < w->len; i++)
     ms[i] = g_array_index (w, BenchTimed, i).ms;
-  return bench_stats_quantile (ms, w->len, 0.99);
+  return bench_quantile_rank (ms, w->len, 0.99);
 }
 
 /* p99_of the requests due in [@from, @to); their count in @n_out. */
