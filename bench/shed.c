@@ -330,18 +330,11 @@ cpu_since (const CpuMark *a, GPid server, Outcome *o)
   o->other_cores = MAX (0.0, ((b.busy - a->busy) - (b.server - a->server) - (b.self - a->self)) / dt);
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
 /* The p50 latency of the requests due in the first half of the run (@due_s from the first to
- * the last) and of those due in the second, into @o: a queue that grows through the run shows
- * as a second half slower than the first. */
+ * the last) and of those due in the second: a queue that grows through the run shows as a
+ * second half slower than the first. */
 static void
-halves_p50 (const GArray *latency_ms, const GArray *due_s, Outcome *o)
+halves_p50 (const GArray *latency_ms, const GArray *due_s, double *first_ms, double *last_ms)
 {
   double lo = G_MAXDOUBLE, hi = -G_MAXDOUBLE;
   for (guint i = 0; i < due_s->len; i++) {
@@ -358,8 +351,8 @@ halves_p50 (const GArray *latency_ms, const GArray *due_s, Outcome *o)
     else
       last[nl++] = ms;
   }
-  o->p50_first_ms = nf ? bench_quantile (first, nf, 0.5) : 0;
-  o->p50_last_ms = nl ? bench_quantile (last, nl, 0.5) : 0;
+  *first_ms = nf ? bench_quantile (first, nf, 0.5) : 0;
+  *last_ms = nl ? bench_quantile (last, nl, 0.5) : 0;
 }
 
 /* Open loop at @rate for @duration s against @url: the outcome over the workload. */
@@ -386,14 +379,15 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
     g_array_unref (t.due_s);
     return FALSE;
   }
-  halves_p50 (t.latency_ms, t.due_s, out);
+  double p50_first, p50_last;
+  halves_p50 (t.latency_ms, t.due_s, &p50_first, &p50_last);
   g_array_unref (t.due_s);
   const SedpLoadgenCounts *k = sedp_loadgen_results_get_counts (res);
-  g_array_sort (t.latency_ms, cmp_double);
+  g_array_sort (t.latency_ms, bench_cmp_double);
   guint n = t.latency_ms->len, at = n ? (guint) ceil (0.99 * n) - 1 : 0;
   *out = (Outcome) {
-    .p50_first_ms = out->p50_first_ms,
-    .p50_last_ms = out->p50_last_ms,
+    .p50_first_ms = p50_first,
+    .p50_last_ms = p50_last,
     .answered = k->arrivals ? (double) t.ok / k->arrivals : 0,
     .p99_ms = n ? g_array_index (t.latency_ms, double, at) : 0,
     .recall10 = t.ok ? t.recall_sum / t.ok : 0,

@@ -595,13 +595,6 @@ other_cores (GArray *samples, double from, double to)
   return MAX (other, 0) / (b->t - a->t);
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 static gint
 timed_cmp (gconstpointer a, gconstpointer b)
 {
@@ -774,7 +767,7 @@ measure_capacity (char **argv)
     }
     fprintf (stderr, "soak: capacity run %u: %.1f requests/s\n", i + 1, runs[i]);
   }
-  qsort (runs, CAPACITY_RUNS, sizeof (double), cmp_double);
+  qsort (runs, CAPACITY_RUNS, sizeof (double), bench_cmp_double);
   return runs[CAPACITY_RUNS / 2];
 }
 
@@ -1013,7 +1006,7 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
       g_array_append_val (ev, a);
       g_array_append_val (ev, b);
     }
-    qsort (ev->data, ev->len, sizeof (double), cmp_double);
+    qsort (ev->data, ev->len, sizeof (double), bench_cmp_double);
     int cur = 0;
     for (guint i = 0; i < ev->len; i++) {
       double e = g_array_index (ev, double, i);

@@ -236,20 +236,28 @@ column_find (RowBuilder *b, const char *name, gsize len, guint32 *hash)
   return -1;
 }
 
-gint
-row_builder_lookup (RowBuilder *b, const char *name, gsize len)
+/* column_find(), the guess moved past what it found; @hash as column_find() leaves it. */
+static gint
+column_lookup (RowBuilder *b, const char *name, gsize len, guint32 *hash)
 {
-  guint32 hash = 0;
-  gint found = column_find (b, name, len, &hash);
+  gint found = column_find (b, name, len, hash);
   if (found >= 0)
     b->guess = (guint) found + 1;
   return found;
 }
 
+gint
+row_builder_lookup (RowBuilder *b, const char *name, gsize len)
+{
+  guint32 hash = 0;
+  return column_lookup (b, name, len, &hash);
+}
+
 gboolean
 row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column, GError **error)
 {
-  gint found = row_builder_lookup (b, name, len);
+  guint32 hash = 0;
+  gint found = column_lookup (b, name, len, &hash);
   if (found >= 0) {
     *column = (guint) found;
     return TRUE;
@@ -258,7 +266,8 @@ row_builder_column (RowBuilder *b, const char *name, gsize len, guint *column, G
   if (b->columns->len >= s->limits.max_features)
     return sedp_protocol_over_limit (error, "%s: more than the limit of %u distinct features "
                                      "(max_features)", b->what, s->limits.max_features);
-  guint32 hash = name_hash (name, len);
+  if (b->columns->len == 0)
+    hash = name_hash (name, len); /* column_find hashed it otherwise */
   const char *copy = row_store_text (s, name, len, error);
   if (copy == NULL || !row_store_charge (s, (gsize) b->cap_rows * sizeof (RowValue), error))
     return FALSE;
