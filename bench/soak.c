@@ -515,6 +515,7 @@ typedef struct {
   long rss_kb;
   int fds;
   double cpu_busy, cpu_server, cpu_redis, cpu_self; /* CPU seconds so far: the machine's, ours */
+  double probe_us; /* bench_speed_probe_us(): the machine's speed now */
 } Sample;
 
 static RedisServer *the_redis;
@@ -536,7 +537,8 @@ sampler (gpointer data)
     if (__atomic_load_n (&s->stop, __ATOMIC_RELAXED))
       break;
     Sample x = {.t = k * s->interval, .rss_kb = rss_anon_kb (), .cpu_busy = bench_machine_busy (),
-                .cpu_server = bench_process_cpu ((int) server_pid), .cpu_self = bench_process_cpu (0)};
+                .cpu_server = bench_process_cpu ((int) server_pid), .cpu_self = bench_process_cpu (0),
+                .probe_us = bench_speed_probe_us ()};
     /* redis-server is restarted midway: its CPU time is summed over both processes */
     static int redis_pid;
     static double redis_base, redis_last;
@@ -593,6 +595,34 @@ other_cores (GArray *samples, double from, double to)
   double other = (b->cpu_busy - a->cpu_busy) - (b->cpu_server - a->cpu_server) -
                  (b->cpu_redis - a->cpu_redis) - (b->cpu_self - a->cpu_self);
   return MAX (other, 0) / (b->t - a->t);
+}
+
+/* The median speed probe of the samples in [@from, @to), in µs; 0 when none. */
+static double
+probe_median (GArray *samples, double from, double to)
+{
+  g_autofree double *v = g_new (double, MAX (samples->len, 1));
+  guint n = 0;
+  for (guint i = 0; i < samples->len; i++) {
+    const Sample *x = &g_array_index (samples, Sample, i);
+    if (x->t >= from && x->t < to)
+      v[n++] = x->probe_us;
+  }
+  return bench_quantile (v, n, 0.5);
+}
+
+/* The machine's speed per minute (@w: a window, 60 s or shorter), relative to the first: the
+ * first window's median probe over each window's ("0.80": the same work took 1.25× the CPU). */
+static GString *
+speed_by_window (GArray *samples, double duration, double w)
+{
+  GString *out = g_string_new (NULL);
+  double first = probe_median (samples, 0, w);
+  for (double t = 0; t + 1e-9 < duration; t += w) {
+    double m = probe_median (samples, t, t + w);
+    g_string_append_printf (out, "%s%.2f", out->len ? "," : "", m > 0 ? first / m : 0);
+  }
+  return out;
 }
 
 static gint
@@ -900,11 +930,12 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
     g_autofree char *path = g_strconcat (o->records, ".samples", NULL);
     f = fopen (path, "w");
     if (f) {
-      fprintf (f, "t_s\trss_anon_kb\tfds\tcpu_busy_s\tcpu_server_s\tcpu_redis_s\tcpu_self_s\n");
+      fprintf (f, "t_s\trss_anon_kb\tfds\tcpu_busy_s\tcpu_server_s\tcpu_redis_s\tcpu_self_s\t"
+                  "probe_us\n");
       for (guint i = 0; i < S.samples->len; i++) {
         const Sample *x = &g_array_index (S.samples, Sample, i);
-        fprintf (f, "%.1f\t%ld\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n", x->t, x->rss_kb, x->fds,
-                 x->cpu_busy, x->cpu_server, x->cpu_redis, x->cpu_self);
+        fprintf (f, "%.1f\t%ld\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\n", x->t, x->rss_kb, x->fds,
+                 x->cpu_busy, x->cpu_server, x->cpu_redis, x->cpu_self, x->probe_us);
       }
       fclose (f);
     }
@@ -1126,10 +1157,13 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
   printf ("RESULT soak_fd_delta=%d\n", fd1.total - fd0.total);
   printf ("RESULT p99_window_s=%g p99_first_ms=%.2f p99_last_ms=%.2f p99_first_n=%u p99_last_n=%u "
           "p99_by_minute_ms=%s\n", w, p99_first, p99_last, n_first, n_last, minutes->str);
+  g_autoptr (GString) speed = speed_by_window (S.samples, duration, w);
   printf ("RESULT cpu_cores=%ld cpu_server_cores_by_minute=%s cpu_other_jobs_cores_by_minute=%s "
-          "cpu_other_jobs_cores_first_window=%.2f cpu_other_jobs_cores_last_window=%.2f\n",
+          "cpu_other_jobs_cores_first_window=%.2f cpu_other_jobs_cores_last_window=%.2f "
+          "cpu_speed_by_minute=%s cpu_probe_us_first=%.1f\n",
           sysconf (_SC_NPROCESSORS_ONLN), cpu_server->str, cpu_other->str,
-          other_cores (S.samples, 0, w), other_cores (S.samples, duration - w, duration));
+          other_cores (S.samples, 0, w), other_cores (S.samples, duration - w, duration),
+          speed->str, probe_median (S.samples, 0, w));
   printf ("RESULT p99_change_signed=%.3f p99_change_ci90=%.3f..%.3f p99_change_block_s=%g\n",
           p99_first > 0 ? (p99_last - p99_first) / p99_first : 0, drift_lo, drift_hi,
           DRIFT_BLOCK_S);
