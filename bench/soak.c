@@ -1063,9 +1063,12 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
                               x->rss_kb);
   }
 
-  /* CPU per minute, in cores: the server, and everything that is not the soak (server, Redis,
-   * this program): the other jobs of a shared machine */
+  /* CPU per minute, in cores: the server, Redis, this program (the client), the whole machine,
+   * and everything that is not the soak (server, Redis, this program): the other jobs of a
+   * shared machine */
   g_autoptr (GString) cpu_server = g_string_new (NULL), cpu_other = g_string_new (NULL);
+  g_autoptr (GString) cpu_redis = g_string_new (NULL), cpu_client = g_string_new (NULL);
+  g_autoptr (GString) cpu_busy = g_string_new (NULL);
   {
     const Sample *prev = NULL;
     for (guint i = 0; i < S.samples->len; i++) {
@@ -1085,6 +1088,12 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
                         (x->cpu_redis - prev->cpu_redis) - (x->cpu_self - prev->cpu_self)) / dt;
       g_string_append_printf (cpu_server, "%s%.2f", cpu_server->len ? "," : "", server_c);
       g_string_append_printf (cpu_other, "%s%.2f", cpu_other->len ? "," : "", MAX (other_c, 0));
+      g_string_append_printf (cpu_redis, "%s%.2f", cpu_redis->len ? "," : "",
+                              (x->cpu_redis - prev->cpu_redis) / dt);
+      g_string_append_printf (cpu_client, "%s%.2f", cpu_client->len ? "," : "",
+                              (x->cpu_self - prev->cpu_self) / dt);
+      g_string_append_printf (cpu_busy, "%s%.2f", cpu_busy->len ? "," : "",
+                              (x->cpu_busy - prev->cpu_busy) / dt);
       prev = x;
     }
   }
@@ -1164,6 +1173,8 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
           sysconf (_SC_NPROCESSORS_ONLN), cpu_server->str, cpu_other->str,
           other_cores (S.samples, 0, w), other_cores (S.samples, duration - w, duration),
           speed->str, probe_median (S.samples, 0, w));
+  printf ("RESULT cpu_redis_cores_by_minute=%s cpu_client_cores_by_minute=%s "
+          "cpu_machine_busy_cores_by_minute=%s\n", cpu_redis->str, cpu_client->str, cpu_busy->str);
   printf ("RESULT p99_change_signed=%.3f p99_change_ci90=%.3f..%.3f p99_change_block_s=%g\n",
           p99_first > 0 ? (p99_last - p99_first) / p99_first : 0, drift_lo, drift_hi,
           DRIFT_BLOCK_S);
