@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 typedef struct {
-  char *requests, *format, *out, *report, *score, *escore;
+  char *requests, *format, *out, *report, *score, *escore, *validate;
   SedpRequestFormat requests_format;
   gint top_k, levels, copies, pool, epochs, seed;
 } TrainArgs;
@@ -38,8 +38,17 @@ train (const char *pipeline, const TrainArgs *a)
     sedp_cli_error ("shed train", error->message);
     return 1;
   }
+  g_autoptr (SedpShedWorkload) v = NULL;
+  if (a->validate) {
+    v = sedp_shed_collect (pipeline, a->validate, a->requests_format, a->score, a->escore, &error);
+    if (v == NULL) {
+      g_autofree char *msg = g_strdup_printf ("--validate %s: %s", a->validate, error->message);
+      sedp_cli_error ("shed train", msg);
+      return 1;
+    }
+  }
   SedpShedTrainOptions opt = {(guint) a->top_k, (guint) a->levels, (guint) a->copies,
-                              (guint) a->pool, (guint) a->epochs, (guint64) a->seed};
+                              (guint) a->pool, (guint) a->epochs, (guint64) a->seed, v};
   SedpShedTrainReport report = {0};
   g_autoptr (SedpNnModel) model = sedp_shed_train (w, &opt, &report, &error);
   g_autoptr (GString) text = g_string_new (NULL);
@@ -70,6 +79,9 @@ cmd_train (int argc, char **argv)
     {"out", 'o', 0, G_OPTION_ARG_FILENAME, &a.out, "Where to write the pruning DNN (ONNX)", "FILE"},
     {"report", 0, 0, G_OPTION_ARG_FILENAME, &a.report,
      "Also write the report (loss, recall against the share kept per load level) to FILE", "FILE"},
+    {"validate", 0, 0, G_OPTION_ARG_FILENAME, &a.validate,
+     "Also report the model on the held-out requests of FILE (same format; not trained on)",
+     "FILE"},
     {"score", 0, 0, G_OPTION_ARG_STRING, &a.score, "The full model's score column (default score)", "COLUMN"},
     {"escore", 0, 0, G_OPTION_ARG_STRING, &a.escore, "The escore column (default escore)", "COLUMN"},
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &a.top_k, "The K of recall@K (default 10)", "K"},
@@ -90,7 +102,7 @@ cmd_train (int argc, char **argv)
                        entries, &argc, &argv))
     return 2;
   g_autofree char *rp = a.requests, *fm = a.format, *op = a.out, *rep = a.report, *sc = a.score,
-                  *es = a.escore;
+                  *es = a.escore, *va = a.validate;
   a.score = sc ? sc : "score";
   a.escore = es ? es : "escore";
   if (argc != 2 || rp == NULL || op == NULL) {

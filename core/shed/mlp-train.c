@@ -198,7 +198,7 @@ sedp_mlp_train_options_init (SedpMlpTrainOptions *opt)
 {
   g_return_if_fail (opt != NULL);
   *opt = (SedpMlpTrainOptions) {.epochs = 200, .batch_size = 32, .learning_rate = 0.01,
-                                .seed = 1, .record_losses = FALSE};
+                                .final_learning_rate = 0.01, .seed = 1, .record_losses = FALSE};
 }
 
 void
@@ -223,6 +223,13 @@ check_options (const SedpMlpTrainOptions *opt, GError **error)
     g_set_error (error, SEDP_MLP_ERROR, SEDP_MLP_ERROR_OPTIONS,
                  "cannot train the MLP: learning_rate = %g; it must be a finite number above 0 "
                  "(e.g. 0.01)", opt->learning_rate);
+    return FALSE;
+  }
+  if (!isfinite (opt->final_learning_rate) || opt->final_learning_rate <= 0) {
+    g_set_error (error, SEDP_MLP_ERROR, SEDP_MLP_ERROR_OPTIONS,
+                 "cannot train the MLP: final_learning_rate = %g; it must be a finite number "
+                 "above 0 (the learning rate itself for a constant rate)",
+                 opt->final_learning_rate);
     return FALSE;
   }
   return TRUE;
@@ -265,12 +272,24 @@ check_data (const SedpMlp *m, const float *x, const float *y, guint n_rows, GErr
   return TRUE;
 }
 
+/* The learning rate of epoch @e of @opt->epochs: half a cosine from the first rate to the
+ * final one. */
+static double
+epoch_rate (const SedpMlpTrainOptions *opt, guint e)
+{
+  double f = opt->epochs > 1 ? (double) e / (opt->epochs - 1) : 0;
+  return opt->final_learning_rate +
+         0.5 * (opt->learning_rate - opt->final_learning_rate) * (1 + cos (G_PI * f));
+}
+
 /* The epochs of a run, each followed by the loss over all rows into @r. */
 static void
 train_epochs (SedpMlp *m, Trainer *t, const float *x, const float *y, guint n_rows,
-              guint epochs, SedpMlpTrainReport *r)
+              const SedpMlpTrainOptions *opt, SedpMlpTrainReport *r)
 {
+  guint epochs = opt->epochs;
   for (guint e = 0; e < epochs; e++) {
+    t->adam.lr = epoch_rate (opt, e);
     run_epoch (m, t, x, y, n_rows);
     double loss = sedp_mlp_loss (m, x, y, n_rows);
     if (e == 0)
@@ -304,7 +323,7 @@ sedp_mlp_train (SedpMlp *m, const float *x, const float *y, guint n_rows,
     r.losses = g_array_sized_new (FALSE, FALSE, sizeof (double), opt->epochs);
   Trainer t;
   trainer_init (&t, m, opt, n_rows);
-  train_epochs (m, &t, x, y, n_rows, opt->epochs, &r);
+  train_epochs (m, &t, x, y, n_rows, opt, &r);
   trainer_clear (&t);
   if (report)
     *report = r;

@@ -82,7 +82,11 @@ SEDP_API double sedp_mlp_loss (const SedpMlp *m, const float *x, const float *y,
  * SedpMlpTrainOptions:
  * @epochs: passes over the data, at least 1
  * @batch_size: rows per Adam step, at least 1 (more than the rows: one batch of all of them)
- * @learning_rate: Adam's step size, finite and positive (e.g. 0.01)
+ * @learning_rate: Adam's step size at the first epoch, finite and positive (e.g. 0.01)
+ * @final_learning_rate: the step size at the last epoch, finite and positive: the rate falls
+ *   from @learning_rate to it along half a cosine over the epochs (equal to @learning_rate: a
+ *   constant rate). A falling rate lets the last epochs settle in the minimum that a constant
+ *   one keeps stepping around.
  * @seed: the seed of the GRand that shuffles the rows before every epoch
  * @record_losses: whether the report keeps every epoch's loss (#SedpMlpTrainReport.losses)
  *
@@ -92,12 +96,13 @@ typedef struct {
   guint epochs;
   guint batch_size;
   double learning_rate;
+  double final_learning_rate;
   guint64 seed;
   gboolean record_losses;
 } SedpMlpTrainOptions;
 
 /** sedp_mlp_train_options_init: Fills @opt with the defaults: 200 epochs, batches of 32, a
- * learning rate of 0.01, seed 1, no loss history. */
+ * constant learning rate of 0.01, seed 1, no loss history. */
 SEDP_API void sedp_mlp_train_options_init (SedpMlpTrainOptions *opt);
 
 /**

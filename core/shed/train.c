@@ -13,13 +13,15 @@ static const guint hidden[] = {16, 8};
 void
 sedp_shed_train_options_init (SedpShedTrainOptions *opt)
 {
-  *opt = (SedpShedTrainOptions) {.top_k = 10, .levels = 10, .copies = 4, .pool = 16, .epochs = 300, .seed = 1};
+  *opt = (SedpShedTrainOptions) {.top_k = 10, .levels = 10, .copies = 4, .pool = 16, .epochs = 300,
+                                 .seed = 1, .validation = NULL};
 }
 
 void
 sedp_shed_train_report_clear (SedpShedTrainReport *r)
 {
   g_free (r->levels);
+  g_free (r->validation);
   *r = (SedpShedTrainReport) {0};
 }
 
@@ -128,35 +130,111 @@ samples_clear (Samples *s, guint n_requests, guint levels)
   g_array_unref (s->y);
 }
 
-/* Level @l of the report: labels, the model's decisions, fixed at the model's share; shares are
- * of all the candidates (what the pipeline saves), recall the mean over requests. */
+/* The model's keep for request @q at @quota, its features at their typical values. */
+static float
+model_keep (const SedpMlp *m, const SedpShedWorkload *w, const SedpShedRequest *q, double quota)
+{
+  float f[SHED_N_FEATURES], keep;
+  sample_features (q, quota, w->deadline_ms / 1000.0, NULL, f);
+  sedp_mlp_predict (m, f, 1, &keep);
+  return keep;
+}
+
+/* Mean recall@K over @w's requests (@curves) of `fixed` keeping @share of each. */
+static double
+fixed_recall (const SedpShedWorkload *w, const SedpShedCurve *curves, double share)
+{
+  guint n = w->requests->len;
+  double recall = 0;
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    recall += sedp_shed_curve_recall (&curves[i], shed_keep_count (share, q->n, w->min_keep,
+                                                                   w->max_cutoff)) / n;
+  }
+  return recall;
+}
+
+/* The model alone (its keeps as they are) at @out->quota, and `fixed` at its share. */
+static void
+evaluate_model (const SedpShedWorkload *w, const SedpShedCurve *curves, const SedpMlp *m,
+                SedpShedLevel *out)
+{
+  guint n = w->requests->len;
+  guint64 all = 0, kept = 0;
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    guint k = shed_keep_count (model_keep (m, w, q, out->quota), q->n, w->min_keep, w->max_cutoff);
+    all += q->n;
+    kept += k;
+    out->model_recall += sedp_shed_curve_recall (&curves[i], k) / n;
+  }
+  out->model_keep = all ? (double) kept / all : 1.0;
+  out->fixed_recall = fixed_recall (w, curves, out->model_keep);
+}
+
+/* As served (`dnn_level = quota`): the requests in file order through the stage's balance at
+ * @out->quota, and `fixed` at the share kept. */
+static void
+evaluate_served (const SedpShedWorkload *w, const SedpShedCurve *curves, const SedpMlp *m,
+                 SedpShedLevel *out)
+{
+  guint n = w->requests->len;
+  guint64 all = 0, kept = 0;
+  g_autofree ShedBalance *b = g_new0 (ShedBalance, 1);
+  for (guint i = 0; i < n; i++) {
+    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
+    double floor = (double) shed_keep_count (0, q->n, w->min_keep, w->max_cutoff) / q->n;
+    double level = shed_balance_level (b, out->quota, q->n, floor);
+    double keep = shed_balance_keep (b, out->quota, model_keep (m, w, q, level), q->n, floor);
+    guint k = shed_keep_count (keep, q->n, w->min_keep, w->max_cutoff);
+    all += q->n;
+    kept += k;
+    out->served_recall += sedp_shed_curve_recall (&curves[i], k) / n;
+  }
+  out->served_keep = all ? (double) kept / all : 1.0;
+  out->served_fixed_recall = fixed_recall (w, curves, out->served_keep);
+}
+
+/* Level @l of the report on the training requests: labels, the model, as served. */
 static void
 evaluate_level (const Samples *s, const SedpShedWorkload *w, const SedpMlp *m,
                 const SedpShedTrainOptions *opt, guint l, SedpShedLevel *out)
 {
   guint n = w->requests->len;
-  guint64 all = 0, kept_label = 0, kept_model = 0;
+  guint64 all = 0, kept = 0;
   out->quota = quota_of (opt, l);
   for (guint i = 0; i < n; i++) {
     const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
-    float f[SHED_N_FEATURES], keep;
-    sample_features (q, out->quota, w->deadline_ms / 1000.0, NULL, f);
-    sedp_mlp_predict (m, f, 1, &keep);
-    guint kl = shed_keep_count (s->labels[l][i], q->n, w->min_keep, w->max_cutoff);
-    guint km = shed_keep_count (keep, q->n, w->min_keep, w->max_cutoff);
+    guint k = shed_keep_count (s->labels[l][i], q->n, w->min_keep, w->max_cutoff);
     all += q->n;
-    kept_label += kl;
-    kept_model += km;
-    out->label_recall += sedp_shed_curve_recall (&s->curves[i], kl) / n;
-    out->model_recall += sedp_shed_curve_recall (&s->curves[i], km) / n;
+    kept += k;
+    out->label_recall += sedp_shed_curve_recall (&s->curves[i], k) / n;
   }
-  out->label_keep = all ? (double) kept_label / all : 1.0;
-  out->model_keep = all ? (double) kept_model / all : 1.0;
+  out->label_keep = all ? (double) kept / all : 1.0;
+  evaluate_model (w, s->curves, m, out);
+  evaluate_served (w, s->curves, m, out);
+}
+
+/* The levels on the held-out requests @v (no labels). */
+static SedpShedLevel *
+evaluate_validation (const SedpShedWorkload *v, const SedpMlp *m, const SedpShedTrainOptions *opt)
+{
+  guint n = v->requests->len;
+  SedpShedCurve *curves = g_new0 (SedpShedCurve, MAX (n, 1));
   for (guint i = 0; i < n; i++) {
-    const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
-    guint kf = shed_keep_count (out->model_keep, q->n, w->min_keep, w->max_cutoff);
-    out->fixed_recall += sedp_shed_curve_recall (&s->curves[i], kf) / n;
+    const SedpShedRequest *q = g_ptr_array_index (v->requests, i);
+    sedp_shed_curve_init (&curves[i], q->escore, q->score, q->n, opt->top_k);
   }
+  SedpShedLevel *out = g_new0 (SedpShedLevel, opt->levels);
+  for (guint l = 0; l < opt->levels; l++) {
+    out[l].quota = quota_of (opt, l);
+    evaluate_model (v, curves, m, &out[l]);
+    evaluate_served (v, curves, m, &out[l]);
+  }
+  for (guint i = 0; i < n; i++)
+    sedp_shed_curve_clear (&curves[i]);
+  g_free (curves);
+  return out;
 }
 
 SedpNnModel *
@@ -170,6 +248,7 @@ sedp_shed_train (const SedpShedWorkload *w, const SedpShedTrainOptions *opt,
   sedp_mlp_train_options_init (&to);
   to.epochs = opt->epochs;
   to.seed = opt->seed;
+  to.final_learning_rate = to.learning_rate / 10; /* falls along half a cosine: a closer fit */
   SedpMlpTrainReport tr = {0};
   gboolean ok = sedp_mlp_train (m, (const float *) s.x->data, (const float *) s.y->data, s.y->len,
                                 &to, &tr, error);
@@ -181,9 +260,31 @@ sedp_shed_train (const SedpShedWorkload *w, const SedpShedTrainOptions *opt,
   };
   for (guint l = 0; ok && l < opt->levels; l++)
     evaluate_level (&s, w, m, opt, l, &report->levels[l]);
+  if (ok && opt->validation) {
+    report->validation = evaluate_validation (opt->validation, m, opt);
+    report->n_validation = opt->validation->requests->len;
+  }
   sedp_mlp_train_report_clear (&tr);
   samples_clear (&s, w->requests->len, opt->levels);
   return ok ? sedp_mlp_to_onnx (m, "features", "keep") : NULL;
+}
+
+/* One table of levels: with the labels' columns when @labels. */
+static void
+print_levels (const SedpShedLevel *levels, guint n, gboolean labels, GString *out)
+{
+  g_string_append_printf (out, "quota %s model_keep model_recall fixed_recall  served_keep "
+                          "served_recall fixed_recall\n",
+                          labels ? " label_keep label_recall " : "");
+  for (guint l = 0; l < n; l++) {
+    const SedpShedLevel *v = &levels[l];
+    g_string_append_printf (out, "%5.2f ", v->quota);
+    if (labels)
+      g_string_append_printf (out, " %10.3f %12.3f ", v->label_keep, v->label_recall);
+    g_string_append_printf (out, " %10.3f %12.3f %12.3f  %11.3f %13.3f %12.3f\n", v->model_keep,
+                            v->model_recall, v->fixed_recall, v->served_keep, v->served_recall,
+                            v->served_fixed_recall);
+  }
 }
 
 void
@@ -192,11 +293,9 @@ sedp_shed_train_report_print (const SedpShedTrainReport *r, GString *out)
   g_string_append_printf (out, "%u requests, %u samples, %u parameters; loss %.5f before, %.5f after\n",
                           r->n_requests, r->n_samples, r->n_parameters, r->initial_loss,
                           r->final_loss);
-  g_string_append (out, "quota  label_keep label_recall  model_keep model_recall  fixed_recall\n");
-  for (guint l = 0; l < r->n_levels; l++) {
-    const SedpShedLevel *v = &r->levels[l];
-    g_string_append_printf (out, "%5.2f  %10.3f %12.3f  %10.3f %12.3f  %12.3f\n", v->quota,
-                            v->label_keep, v->label_recall, v->model_keep, v->model_recall,
-                            v->fixed_recall);
+  print_levels (r->levels, r->n_levels, TRUE, out);
+  if (r->validation) {
+    g_string_append_printf (out, "held out: %u requests\n", r->n_validation);
+    print_levels (r->validation, r->n_levels, FALSE, out);
   }
 }

@@ -20,6 +20,8 @@ G_BEGIN_DECLS
  *   (the answer, which the features cannot predict)
  * @epochs: Adam's epochs
  * @seed: seeds the features' draws, the initial weights and the shuffling
+ * @validation: (nullable): held-out requests (not trained on, borrowed) that the report also
+ *   evaluates the model on, as it is served (#SedpShedTrainReport.validation)
  */
 typedef struct {
   guint top_k;
@@ -28,30 +30,38 @@ typedef struct {
   guint pool;
   guint epochs;
   guint64 seed;
+  const SedpShedWorkload *validation;
 } SedpShedTrainOptions;
 
-/* 10, 10, 4, 16, 300, 1. */
+/* 10, 10, 4, 16, 300, 1, no validation. */
 SEDP_API void sedp_shed_train_options_init (SedpShedTrainOptions *opt);
 
 /**
  * SedpShedLevel:
  * One load level of the report: the share of all the candidates kept (what the pipeline
- * saves) and the mean recall@K over the workload's requests, of the labels, of the trained
- * model, and of `fixed` keeping the model's share of the candidates.
+ * saves) and the mean recall@K over the requests: of the labels, of the trained model alone
+ * (`dnn_level = model`), of `fixed` keeping the model's share, and as served (`dnn_level =
+ * quota`: the model's keeps scaled over the last requests in file order so that they keep the
+ * quota, shed_balance_keep()) with `fixed` keeping the share served. Held-out requests have no
+ * labels (0).
  */
 typedef struct {
   double quota;
   double label_keep, label_recall;
   double model_keep, model_recall;
   double fixed_recall;
+  double served_keep, served_recall, served_fixed_recall;
 } SedpShedLevel;
 
-/** SedpShedTrainReport: the loss before and after training, the sizes, the levels. */
+/** SedpShedTrainReport: the loss before and after training, the sizes, the levels on the
+ * training requests and, when the options gave held-out ones, on those (@validation, NULL
+ * otherwise). */
 typedef struct {
   double initial_loss, final_loss;
-  guint n_requests, n_samples, n_parameters;
+  guint n_requests, n_samples, n_parameters, n_validation;
   guint n_levels;
   SedpShedLevel *levels;
+  SedpShedLevel *validation;
 } SedpShedTrainReport;
 
 SEDP_API void sedp_shed_train_report_clear (SedpShedTrainReport *report);

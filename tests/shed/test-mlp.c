@@ -337,6 +337,11 @@ test_bad_options (void)
   g_autoptr (GError) e2 = train_error (m, x, y, 10, &opt);
   SEDP_ASSERT_ERROR (e2, SEDP_MLP_ERROR, "learning_rate = nan", "above 0");
   opt.learning_rate = 0.01;
+  opt.final_learning_rate = -0.001;
+  g_autoptr (GError) e3 = train_error (m, x, y, 10, &opt);
+  SEDP_ASSERT_ERROR (e3, SEDP_MLP_ERROR, "final_learning_rate = -0.001", "above 0");
+  CU_ASSERT_EQUAL (e3->code, SEDP_MLP_ERROR_OPTIONS);
+  opt.final_learning_rate = 0.001;
   opt.epochs = 1;
   CU_ASSERT_TRUE (sedp_mlp_train (m, x, y, 10, &opt, NULL, NULL));
 }
