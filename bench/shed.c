@@ -619,11 +619,12 @@ prepare (Bench *b, guint requests, guint workload, const char *items)
       return FALSE;
     g_file_set_contents (stamp, "", 0, NULL);
   }
-  { /* trained on every run: the trainer may have changed since the data was made */
+  { /* trained on every run: the trainer may have changed since the data was made; its report
+     * (stderr) also gives the model on the workload, held out, as served at each quota */
     g_autofree char *src = g_build_filename (b->src, "pipelines", "ctr-shed.pipeline", NULL);
     g_autofree char *pl = write_variant (src, b->data, b->tmp, "train", "dnn", 1, 0);
     char *targv[] = {b->sedp, "shed", "train", pl, "--requests", train, "--requests-format",
-                     "predict-jsonl", "-o", model, NULL};
+                     "predict-jsonl", "--validate", bench, "-o", model, NULL};
     g_autofree char *t = bench_run_capture (targv);
     if (t == NULL)
       return FALSE;

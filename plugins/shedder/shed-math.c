@@ -160,6 +160,20 @@ shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n, dou
   return CLAMP (model_keep * balance_scale (b, allowed), floor, 1.0);
 }
 
+double
+shed_balance_level (const ShedBalance *b, double quota, guint n, double floor)
+{
+  double allowed = (double) n * MAX (CLAMP (quota, 0.0, 1.0), CLAMP (floor, 0.0, 1.0));
+  double total = n;
+  for (guint i = 0; i < b->count; i++) {
+    if (b->count == SHED_BALANCE_REQUESTS && i == b->next)
+      continue; /* the oldest: this request takes its place */
+    allowed += b->request[i].n * b->request[i].allowed;
+    total += b->request[i].n;
+  }
+  return total > 0 ? allowed / total : quota;
+}
+
 void
 shed_window_add (ShedWindow *w, gint64 now_us, gint64 slice_us, double value)
 {

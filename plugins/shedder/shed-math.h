@@ -119,6 +119,21 @@ typedef struct {
  */
 double shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n, double floor);
 
+/**
+ * shed_balance_level:
+ * @b: the stage's recent requests (not changed)
+ * @quota: @n: @floor: the request at hand, as shed_balance_keep() takes them
+ *
+ * The load level the `dnn` model is asked at: the share the recent requests may keep,
+ * candidate-weighted (`Σ n × MAX (quota, floor) / Σ n`), over the ring with this request in the
+ * place shed_balance_keep() will put it. The model decides how a request's keep compares with
+ * the others' at a level; the level is the same for the requests of a moment, so that a quota
+ * that moves from one request to the next (the control share's jitter, a late request cut to
+ * fit) does not move the spread from one request to the next: shed_balance_keep() scales the
+ * keeps to those quotas anyway. Returns @quota when the ring is empty.
+ */
+double shed_balance_level (const ShedBalance *b, double quota, guint n, double floor);
+
 /* The candidates that reached a stage over a sliding window of SHED_WINDOW_SLICES slices (the
  * `control` policy's offered load). Zeroed to start. */
 #define SHED_WINDOW_SLICES 20

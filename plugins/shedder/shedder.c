@@ -163,16 +163,23 @@ control_keep (Shedder *s, SedpRequest *req, guint n)
   return fit < 0.5 * share ? fit : share; /* a late request: cut to fit */
 }
 
-/* The pruning DNN's keep fraction — with dnn_level = quota scaled so that the recent requests
- * keep what their quotas allow (shed_balance_keep) — or the quota (the control policy's share)
- * when the model fails. */
+/* The pruning DNN's keep fraction — with dnn_level = quota asked at the recent requests' level
+ * (shed_balance_level) and scaled so that they keep what their quotas allow
+ * (shed_balance_keep) — or the quota (the control policy's share) when the model fails. */
 static double
 dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint worker, double quota)
 {
   ShedEscoreStats stats;
   shed_escore_stats (escore, n, &stats);
+  double floor = n ? (double) shed_keep_count (0, n, s->min_keep, s->max_cutoff) / n : 1.0;
+  double level = quota;
+  if (s->dnn_by_quota && quota < 1.0) {
+    g_mutex_lock (&s->lock);
+    level = shed_balance_level (&s->balance, quota, n, floor);
+    g_mutex_unlock (&s->lock);
+  }
   ShedContext c = {
-    .quota = quota,
+    .quota = level,
     .prev_cutoff = g_atomic_int_get (&s->prev_cutoff_ppm) / 1e6,
     .queue = (double) worker / sedp_stage_context_get_parallelism (s->ctx),
     .budget_s = MAX (0.0, sedp_request_get_remaining_us (req) / 1e6),
@@ -186,7 +193,6 @@ dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint work
   }
   if (!s->dnn_by_quota)
     return keep;
-  double floor = n ? (double) shed_keep_count (0, n, s->min_keep, s->max_cutoff) / n : 1.0;
   g_mutex_lock (&s->lock);
   keep = shed_balance_keep (&s->balance, quota, keep, n, floor);
   g_mutex_unlock (&s->lock);

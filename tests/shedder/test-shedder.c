@@ -323,10 +323,34 @@ test_train (void)
   CU_ASSERT_DOUBLE_EQUAL (rep.levels[0].label_recall, 1.0, 1e-9);
   for (guint l = 1; l < rep.n_levels; l++)
     CU_ASSERT (fabs (rep.levels[l].label_keep - rep.levels[l].quota) <= 0.05 + 1e-9);
+  /* As served, the quota is kept (within a request's rounding: 1 candidate of 20 each). */
+  for (guint l = 1; l < rep.n_levels; l++)
+    CU_ASSERT (fabs (rep.levels[l].served_keep - rep.levels[l].quota) <= 0.05 + 1e-9);
+  CU_ASSERT_PTR_NULL (rep.validation);
   /* The model is one the engine compiles. */
   SedpNnPlan *plan = sedp_nn_plan_new (m, 4, &error);
   CU_ASSERT_PTR_NOT_NULL (plan);
   sedp_nn_plan_free (plan);
+  /* Held out: the same requests again, so the same figures as the training levels' (the same
+   * seed trains the same model). */
+  opt.validation = w;
+  SedpShedTrainReport rep2;
+  g_autoptr (SedpNnModel) m2 = sedp_shed_train (w, &opt, &rep2, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (m2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (rep2.validation);
+  CU_ASSERT_EQUAL (rep2.n_validation, 3);
+  for (guint l = 0; l < rep2.n_levels; l++) {
+    const SedpShedLevel *v = &rep2.validation[l], *t = &rep.levels[l];
+    CU_ASSERT_DOUBLE_EQUAL (v->quota, t->quota, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL (v->model_recall, t->model_recall, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL (v->served_keep, t->served_keep, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL (v->served_fixed_recall, t->served_fixed_recall, 1e-12);
+    CU_ASSERT_EQUAL (v->label_keep, 0); /* no labels held out */
+  }
+  g_autoptr (GString) text = g_string_new (NULL);
+  sedp_shed_train_report_print (&rep2, text);
+  CU_ASSERT_PTR_NOT_NULL (strstr (text->str, "held out: 3 requests"));
+  sedp_shed_train_report_clear (&rep2);
   sedp_shed_train_report_clear (&rep);
   g_unlink (pl);
   g_unlink (rq);
@@ -600,6 +624,30 @@ test_balance_keep (void)
   CU_ASSERT_EQUAL (ring.count, SHED_BALANCE_REQUESTS);
 }
 
+/* The level the model is asked at: the recent requests' allowed share, candidate-weighted,
+ * this one in the oldest's place. */
+static void
+test_balance_level (void)
+{
+  ShedBalance b = {0};
+  /* Empty: the request's own quota (or its floor when higher). */
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_level (&b, 0.3, 100, 0.1), 0.3, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_level (&b, 0.05, 100, 0.1), 0.1, 1e-12);
+  /* After 100 candidates at quota 0.2 and 300 at 0.4, a request of 100 at 0.6:
+   * (20 + 120 + 60) / 500 = 0.4, whatever its own quota jitters to. */
+  shed_balance_keep (&b, 0.2, 0.5, 100, 0.1);
+  shed_balance_keep (&b, 0.4, 0.5, 300, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_level (&b, 0.6, 100, 0.1), 0.4, 1e-12);
+  CU_ASSERT_EQUAL (b.count, 2); /* not changed */
+  /* A full ring: the oldest (100 at 0.9) makes way. 49 × 100 at 0.3 after it; a request of 100
+   * at 0.5: (49 × 30 + 50) / 5000 = 0.304. */
+  ShedBalance full = {0};
+  shed_balance_keep (&full, 0.9, 0.5, 100, 0.1);
+  for (guint i = 1; i < SHED_BALANCE_REQUESTS; i++)
+    shed_balance_keep (&full, 0.3, 0.5, 100, 0.1);
+  CU_ASSERT_DOUBLE_EQUAL (shed_balance_level (&full, 0.5, 100, 0.1), 0.304, 1e-12);
+}
+
 /* The error a pipeline with these shedder options fails to start with. */
 static GError *
 start_error (const char *opts)
@@ -666,6 +714,7 @@ main (void)
   CU_add_test (s, "no escore, none, and tiny requests", test_no_escore_none_and_tiny);
   CU_add_test (s, "the pruning model decides", test_dnn_policy);
   CU_add_test (s, "the pruning model spreads the quota", test_balance_keep);
+  CU_add_test (s, "the pruning model is asked at the recent level", test_balance_level);
   CU_add_test (s, "bad models and options", test_bad_models_and_options);
   return sedp_test_run ();
 }
