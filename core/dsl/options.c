@@ -1,6 +1,8 @@
 /* sedp — parsing and validating plugin options against the plugin's schema. */
 #include "options.h"
 
+#include "keys.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -168,12 +170,12 @@ sedp_option_values_parse (const SedpOptionSpec *schema, const SedpStageSpec *sta
       GString *known = g_string_new (NULL);
       for (guint j = 0; j < vals->n; j++)
         g_string_append_printf (known, "%s%s", j ? ", " : "", schema[j].name);
+      g_autofree char *runtime = sedp_dsl_key_names (SEDP_DSL_GROUP_STAGE);
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
                    "%s:%u: [stage %s] %s: unknown key for plugin '%s' (its options: %s; runtime "
-                   "keys: plugin, after, scope, parallelism, batch, batch_timeout_us, "
-                   "queue_capacity, drop_columns, cpus)",
+                   "keys: %s)",
                    path, stage->option_lines[k], stage->name, key, stage->plugin,
-                   known->len ? known->str : "none");
+                   known->len ? known->str : "none", runtime);
       g_string_free (known, TRUE);
       goto fail;
     }

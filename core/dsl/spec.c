@@ -1,6 +1,7 @@
 /* sedp — parsing pipeline files: GKeyFile syntax, the runtime's keys, ${VAR} substitution. */
 #include "spec.h"
 
+#include "keys.h"
 #include "../util/cpus.h"
 
 #include <sedp/protocol.h>
@@ -167,9 +168,14 @@ get_cpus (Ctx *c, const char *key, guint **cpus, guint *n_cpus, GError **error)
   return TRUE;
 }
 
+/* KEY = an integer in the current group, if set, within the range of the runtime key @key of
+ * @group (keys.c), into its field of @base (the pipeline's or the stage's spec). */
 static gboolean
-get_uint (Ctx *c, const char *key, guint64 min, guint64 max, guint *out, GError **error)
+get_uint (Ctx *c, SedpDslGroup group, const char *key, gpointer base, GError **error)
 {
+  const SedpDslKey *k = sedp_dsl_runtime_key (group, key);
+  guint64 min = k->min, max = k->max;
+  guint *out = SEDP_DSL_KEY_UINT_P (k, base);
   g_autoptr (GError) local = NULL;
   g_autofree char *v = get_value (c, key, &local);
   if (local) {
@@ -215,11 +221,6 @@ valid_name (const char *s)
   return TRUE;
 }
 
-static const char *const pipeline_keys[] = {"name",         "deadline_ms",  "frame_rows",
-                                            "mode",         "outputs",      "sync_workers",
-                                            "idle_spin_us", "warmup",       "warmup_repeat",
-                                            "cpus",         NULL};
-
 /* warmup = PATH (relative to the pipeline file's folder) and warmup_repeat = N: the file must
  * hold at least one request, and every request must decode. */
 static gboolean
@@ -232,7 +233,7 @@ parse_warmup (Ctx *c, SedpPipelineSpec *spec, GError **error)
     return FALSE;
   }
   guint repeat_line = line_of (c->map, c->group, "warmup_repeat");
-  if (!get_uint (c, "warmup_repeat", 1, 1000000, &spec->warmup_repeat, error))
+  if (!get_uint (c, SEDP_DSL_GROUP_PIPELINE, "warmup_repeat", spec, error))
     return FALSE;
   if (warmup == NULL || *warmup == '\0') {
     if (warmup)
@@ -318,19 +319,30 @@ sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error)
   return g_steal_pointer (&records);
 }
 
+/* Every key of [pipeline] is a runtime key (keys.c); records where each one is. */
+static gboolean
+check_pipeline_keys (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
+  spec->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; keys && keys[i]; i++) {
+    guint line = line_of (c->map, c->group, keys[i]);
+    if (sedp_dsl_runtime_key (SEDP_DSL_GROUP_PIPELINE, keys[i]) == NULL) {
+      g_autofree char *known = sedp_dsl_key_names (SEDP_DSL_GROUP_PIPELINE);
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
+                   "%s:%u: [pipeline] %s: unknown key (known: %s)", c->path, line, keys[i], known);
+      return FALSE;
+    }
+    g_hash_table_insert (spec->key_lines, g_strdup (keys[i]), GUINT_TO_POINTER (line));
+  }
+  return TRUE;
+}
+
 static gboolean
 parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
 {
-  g_auto (GStrv) keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
-  for (guint i = 0; keys && keys[i]; i++) {
-    if (!g_strv_contains (pipeline_keys, keys[i])) {
-      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
-                   "%s:%u: [pipeline] %s: unknown key (known: name, deadline_ms, frame_rows, mode, "
-                   "outputs, sync_workers, idle_spin_us, warmup, warmup_repeat)",
-                   c->path, line_of (c->map, c->group, keys[i]), keys[i]);
-      return FALSE;
-    }
-  }
+  if (!check_pipeline_keys (c, spec, error))
+    return FALSE;
   GError *local = NULL;
   char *name = get_value (c, "name", &local);
   if (local) {
@@ -348,10 +360,10 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
     g_free (spec->name);
     spec->name = name;
   }
-  if (!get_uint (c, "deadline_ms", 1, 3600000, &spec->deadline_ms, error) ||
-      !get_uint (c, "frame_rows", 1, 1 << 20, &spec->frame_rows, error) ||
-      !get_uint (c, "sync_workers", 1, 1024, &spec->sync_workers, error) ||
-      !get_uint (c, "idle_spin_us", 0, 100000, &spec->idle_spin_us, error) ||
+  if (!get_uint (c, SEDP_DSL_GROUP_PIPELINE, "deadline_ms", spec, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "frame_rows", spec, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "sync_workers", spec, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "idle_spin_us", spec, error) ||
       !get_cpus (c, "cpus", &spec->cpus, &spec->n_cpus, error))
     return FALSE;
   g_autofree char *mode = get_value (c, "mode", &local);
@@ -399,9 +411,11 @@ stage_spec_free (SedpStageSpec *s)
   g_free (s);
 }
 
-static const char *const stage_keys[] = {"plugin",           "after",          "scope", "parallelism",
-                                         "batch", "batch_timeout_us", "queue_capacity",
-                                         "drop_columns", "cpus", NULL};
+static gboolean
+is_stage_key (const char *key)
+{
+  return sedp_dsl_runtime_key (SEDP_DSL_GROUP_STAGE, key) != NULL;
+}
 
 static SedpStageSpec *
 parse_stage_group (Ctx *c, const char *name, GError **error)
@@ -410,10 +424,7 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   s->name = g_strdup (name);
   s->line = line_of (c->map, c->group, NULL);
   s->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  s->parallelism = 1;
-  s->batch = 1;
-  s->batch_timeout_us = 0;
-  s->queue_capacity = 1024;
+  sedp_dsl_keys_init (SEDP_DSL_GROUP_STAGE, s);
   GError *local = NULL;
   g_autofree char *after = NULL;
   g_autofree char *scope = NULL;
@@ -457,22 +468,22 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
       goto fail;
     }
   }
-  if (!get_uint (c, "parallelism", 1, 1024, &s->parallelism, error) ||
-      !get_uint (c, "batch", 1, 65536, &s->batch, error) ||
-      !get_uint (c, "batch_timeout_us", 0, 10000000, &s->batch_timeout_us, error) ||
-      !get_uint (c, "queue_capacity", 1, 10000000, &s->queue_capacity, error) ||
+  if (!get_uint (c, SEDP_DSL_GROUP_STAGE, "parallelism", s, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_STAGE, "batch", s, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_STAGE, "batch_timeout_us", s, error) ||
+      !get_uint (c, SEDP_DSL_GROUP_STAGE, "queue_capacity", s, error) ||
       !get_cpus (c, "cpus", &s->cpus, &s->n_cpus, error))
     goto fail;
 
   keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
   for (guint i = 0; keys && keys[i]; i++)
-    if (g_strv_contains (stage_keys, keys[i]))
+    if (is_stage_key (keys[i]))
       g_hash_table_insert (s->key_lines, g_strdup (keys[i]),
                            GUINT_TO_POINTER (line_of (c->map, c->group, keys[i])));
   GPtrArray *ok = g_ptr_array_new (), *ov = g_ptr_array_new ();
   GArray *ol = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; keys && keys[i]; i++) {
-    if (g_strv_contains (stage_keys, keys[i]))
+    if (is_stage_key (keys[i]))
       continue;
     char *v = get_value (c, keys[i], &local);
     if (local)
@@ -510,6 +521,27 @@ sedp_stage_spec_key_line (const SedpStageSpec *stage, const char *key)
   return stage->line;
 }
 
+/* [tune]: kept as written, in file order, for `sedp tune` (core/tune/space.c checks it);
+ * the pipeline itself ignores it. */
+static void
+parse_tune_group (Ctx *c, SedpPipelineSpec *spec)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
+  guint n = keys ? g_strv_length (keys) : 0;
+  g_strfreev (spec->tune_keys);
+  g_strfreev (spec->tune_values);
+  g_free (spec->tune_lines);
+  spec->tune_keys = g_new0 (char *, n + 1);
+  spec->tune_values = g_new0 (char *, n + 1);
+  spec->tune_lines = g_new0 (guint, n + 1);
+  for (guint i = 0; i < n; i++) {
+    spec->tune_keys[i] = g_strdup (keys[i]);
+    spec->tune_values[i] = g_strstrip (g_key_file_get_value (c->kf, c->group, keys[i], NULL));
+    spec->tune_lines[i] = line_of (c->map, c->group, keys[i]);
+  }
+  spec->tune_line = line_of (c->map, c->group, NULL);
+}
+
 SedpPipelineSpec *
 sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GError **error)
 {
@@ -522,11 +554,11 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
   if (dot && dot != base)
     *dot = '\0';
   spec->name = g_strdup (base);
-  spec->deadline_ms = 100;
-  spec->frame_rows = 64;
-  spec->idle_spin_us = 50;
-  spec->warmup_repeat = 1;
+  sedp_dsl_keys_init (SEDP_DSL_GROUP_PIPELINE, spec);
   spec->outputs = g_new0 (char *, 1);
+  spec->tune_keys = g_new0 (char *, 1);
+  spec->tune_values = g_new0 (char *, 1);
+  spec->tune_lines = g_new0 (guint, 1);
   spec->stages = g_ptr_array_new_with_free_func ((GDestroyNotify) stage_spec_free);
 
   LineMap map = {g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL)};
@@ -571,9 +603,11 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
         }
       }
       g_ptr_array_add (spec->stages, s);
+    } else if (strcmp (groups[i], "tune") == 0) {
+      parse_tune_group (&c, spec);
     } else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                   "%s:%u: [%s]: unknown group (expected [pipeline] or [stage NAME])", path,
+                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME] or [tune])", path,
                    line_of (&map, groups[i], NULL), groups[i]);
       goto out;
     }
@@ -611,5 +645,10 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_free (spec->warmup);
   if (spec->stages)
     g_ptr_array_unref (spec->stages);
+  if (spec->key_lines)
+    g_hash_table_unref (spec->key_lines);
+  g_strfreev (spec->tune_keys);
+  g_strfreev (spec->tune_values);
+  g_free (spec->tune_lines);
   g_free (spec);
 }

@@ -77,6 +77,12 @@ typedef struct {
   guint warmup_line;       /* the line of the warmup key (0 when unset) */
   guint warmup_repeat;     /* how many times sedp serve sends the warm-up file (default 1) */
   GPtrArray *stages;       /* SedpStageSpec*, in file order */
+  GHashTable *key_lines;   /* the [pipeline] keys the file sets -> their lines (NULL: none) */
+  char **tune_keys;        /* the [tune] group (docs/tuning.md), kept as written for `sedp
+                            * tune`: its keys in file order (NULL-terminated; empty without) */
+  char **tune_values;      /* their values, raw: GLib escapes and ${VAR} left as written */
+  guint *tune_lines;       /* their lines */
+  guint tune_line;         /* the line of the [tune] header (0: the file has none) */
 } SedpPipelineSpec;
 
 /** SedpWarmupRecord: one warm-up request: a PredictRequest as JSON text, and its line. */
@@ -106,6 +112,64 @@ SEDP_API char *sedp_dsl_substitute (const char *value, GError **error);
 
 /* The line of @key in @group of the file (0 when unknown), for messages. */
 guint sedp_stage_spec_key_line (const SedpStageSpec *stage, const char *key);
+
+/**
+ * sedp_pipeline_spec_to_keyfile:
+ * @spec: a parsed pipeline (or one built alike)
+ * @error: %SEDP_DSL_ERROR_INVALID_VALUE when a value holds `${`: the parser would substitute it
+ *   again, and pipeline files have no escape for a literal `${`
+ *
+ * Writes @spec as pipeline-file text that parses back, by sedp_pipeline_spec_parse() with
+ * @spec's own path (so that relative paths resolve alike), to a spec that
+ * sedp_pipeline_spec_equal() finds equal, and that `sedp check` accepts when @spec's own file
+ * does. `[pipeline]` gets its `name` and every other runtime key that the file set or that
+ * differs from its default; each `[stage NAME]` in order gets the runtime keys under the same
+ * rule (keys.h's table, in its order), then its plugin's options in file order; `[tune]`, when
+ * the file had one, is written back raw. Values are the spec's: after `${VAR}` substitution,
+ * with GLib's escapes put back; relative paths of options stay as written, `warmup` is
+ * absolute. Comments are not kept (sedp_pipeline_text_set() keeps them).
+ *
+ * Returns: (transfer full) (nullable): the text, or %NULL with @error set. Thread-safe for a
+ * @spec no one changes meanwhile.
+ */
+SEDP_API char *sedp_pipeline_spec_to_keyfile (const SedpPipelineSpec *spec, GError **error);
+
+/**
+ * sedp_pipeline_spec_equal:
+ * Returns: whether @a and @b say the same: path, folder, every runtime key of the pipeline and
+ * of each stage (stages in the same order), the plugin options (keys and values, in the same
+ * order) and the `[tune]` group's keys and values (and whether there is one). Line numbers are
+ * not compared. Thread-safe for specs no one changes meanwhile.
+ */
+SEDP_API gboolean sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b);
+
+/**
+ * sedp_pipeline_text_set:
+ * @text: a pipeline file's text
+ * @group: a group name as written between the brackets ("pipeline", "stage model", "tune"); a
+ *   stage's group is found however many blanks its header has after "stage"
+ * @key: the key, as written left of '=' (no '=', brackets, line breaks or leading '#')
+ * @value: the value as the parser should read it: GLib's escapes are added here (`${VAR}` in it
+ *   is left for the parser to substitute)
+ *
+ * Sets @key of the first group @group of @text to @value, in place: when the key is there, only
+ * its value's bytes change (the blanks around it, the line's ending, every other line stay);
+ * when it is not, the line `KEY = VALUE` is inserted after the group's last key (after its
+ * header when it has none); when the group is not there, a blank line, the header and the key
+ * are appended at the end. New lines end as the text's first line does (`\n` or `\r\n`).
+ * The text is not otherwise checked: parse the result to check it.
+ *
+ * Returns: (transfer full): the new text. Thread-safe.
+ */
+SEDP_API char *sedp_pipeline_text_set (const char *text, const char *group, const char *key,
+                                       const char *value);
+
+/**
+ * sedp_dsl_escape_value:
+ * Returns: (transfer full): @value written as a pipeline file's value, so that GKeyFile reads
+ * it back unchanged: `\\`, `\n`, `\t`, `\r`, and `\s` for a blank at either end.
+ */
+SEDP_API char *sedp_dsl_escape_value (const char *value);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpPipelineSpec, sedp_pipeline_spec_free)
 

@@ -519,7 +519,8 @@ test_warmup_keys (void)
     g_autoptr (GError) error = NULL;
     g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
     CU_ASSERT_PTR_NULL (graph);
-    ASSERT_GERROR (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY, "warmup, warmup_repeat)");
+    ASSERT_GERROR (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
+                   "warmup, warmup_repeat, cpus)");
   }
   remove_scratch (dir);
 }
@@ -870,6 +871,258 @@ test_write_dot (void)
   CU_ASSERT_PTR_NOT_NULL (strstr (out->str, "\"src\" [label=\"src\\npassthrough"));
 }
 
+/* ---- writing pipelines: the round trip, the in-place edit, [tune] --------------------- */
+
+/* Parses @path, writes it, parses the text back with the same path and checks that the two
+ * specs are equal, that writing again gives the same text, and that the written pipeline
+ * compiles when the original does. Returns FALSE when @path itself does not parse. */
+static gboolean
+round_trip (const char *path, GError **parse_error)
+{
+  g_autoptr (SedpPipelineSpec) spec = sedp_pipeline_spec_load (path, parse_error);
+  if (spec == NULL)
+    return FALSE;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *text = sedp_pipeline_spec_to_keyfile (spec, &error);
+  CU_ASSERT_PTR_NULL (error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (text);
+  g_autoptr (SedpPipelineSpec) back = sedp_pipeline_spec_parse (text, strlen (text), path, &error);
+  if (back == NULL || !sedp_pipeline_spec_equal (spec, back))
+    fprintf (stderr, "\n  %s: round trip differs (%s); written:\n%s", path,
+             error ? error->message : "specs differ", text);
+  CU_ASSERT (back && sedp_pipeline_spec_equal (spec, back));
+  if (back == NULL)
+    return TRUE;
+  g_autofree char *again = sedp_pipeline_spec_to_keyfile (back, NULL);
+  CU_ASSERT_STRING_EQUAL (again, text);
+  g_autoptr (SedpGraph) original = sedp_graph_compile (g_steal_pointer (&spec), registry, NULL);
+  if (original) {
+    g_autoptr (SedpGraph) written = sedp_graph_compile (g_steal_pointer (&back), registry, &error);
+    if (error)
+      fprintf (stderr, "\n  %s: written copy does not compile: %s\n", path, error->message);
+    CU_ASSERT_PTR_NOT_NULL (written);
+  }
+  return TRUE;
+}
+
+/* Every *.pipeline under @dir (recursively) into @found. */
+static void
+find_pipelines (const char *dir, GPtrArray *found)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (dir, n, NULL);
+    if (g_file_test (p, G_FILE_TEST_IS_DIR))
+      find_pipelines (p, found);
+    else if (g_str_has_suffix (n, ".pipeline"))
+      g_ptr_array_add (found, g_steal_pointer (&p));
+  }
+}
+
+/* Every pipeline file of the repository, found at test time: those of pipelines/ and examples/
+ * must parse (or miss only generated data, an IO error: examples/ctr/data is made by
+ * examples/ctr/prepare); those of tests/ that parse (not the error fixtures) are checked too. */
+static void
+test_round_trip_repository_pipelines (void)
+{
+  const char *const folders[] = {"pipelines", "examples", "tests"};
+  guint checked = 0;
+  for (guint f = 0; f < G_N_ELEMENTS (folders); f++) {
+    g_autofree char *dir = g_build_filename (SEDP_TEST_SRCDIR, "..", folders[f], NULL);
+    g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (g_free);
+    find_pipelines (dir, files);
+    for (guint i = 0; i < files->len; i++) {
+      g_autoptr (GError) error = NULL;
+      if (round_trip (files->pdata[i], &error)) {
+        checked++;
+      } else if (strcmp (folders[f], "tests") != 0) {
+        if (error->code != SEDP_DSL_ERROR_IO)
+          fprintf (stderr, "\n  %s\n", error->message);
+        CU_ASSERT_EQUAL (error->code, SEDP_DSL_ERROR_IO);
+      }
+    }
+  }
+  if (checked < 4)
+    fprintf (stderr, "\n  only %u pipeline files round-tripped\n", checked);
+  CU_ASSERT (checked >= 4);
+}
+
+/* Every kind of key, escapes, a substituted value, a warm-up file and [tune]. */
+static void
+test_round_trip_every_key (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sedp-dsl-write-XXXXXX", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dir);
+  g_autofree char *path = g_build_filename (dir, "rt.pipeline", NULL);
+  g_autofree char *warm = g_build_filename (dir, "warm.jsonl", NULL);
+  CU_ASSERT_TRUE (g_file_set_contents (warm, "{\"items\": [{\"id\": 1}]}\n", -1, NULL));
+  const char text[] =
+      "# every kind of key\n[pipeline]\nname = rt\ndeadline_ms = 100\nmode = sync\n"
+      "sync_workers = 3\nidle_spin_us = 0\noutputs = a, b\ncpus = 0,2-3\nwarmup = warm.jsonl\n"
+      "warmup_repeat = 2\n\n[stage src]\nplugin = passthrough\nscope = request\ncpus = 1\n"
+      "queue_capacity = 16\n\n[stage work]\nplugin = synthetic_work\nafter = src\n"
+      "parallelism = 2\nbatch = 8\nbatch_timeout_us = 100\ndrop_columns = x_*, y\n"
+      "output = tab\\there\nspin_us = ${SEDP_TEST_RT_SPIN:-2.5}\ndistribution = fixed\n\n"
+      "[tune]\nstage.work.batch = int 1..64 log\nstage.*.parallelism = int 1..${N}\n";
+  CU_ASSERT_TRUE (g_file_set_contents (path, text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  CU_ASSERT_TRUE (round_trip (path, &error));
+  g_autoptr (SedpPipelineSpec) spec = sedp_pipeline_spec_load (path, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
+  g_autofree char *out = sedp_pipeline_spec_to_keyfile (spec, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (out);
+  g_autofree char *warm_line = g_strdup_printf ("warmup = %s\n", spec->warmup);
+  const char *const present[] = {"deadline_ms = 100\n", "mode = sync\n", "cpus = 0,2-3\n",
+                                 warm_line, "output = tab\\there\n", "spin_us = 2.5\n",
+                                 "drop_columns = x_*, y\n", "after = src\n", "scope = request\n",
+                                 "stage.*.parallelism = int 1..${N}\n"};
+  for (guint i = 0; i < G_N_ELEMENTS (present); i++) {
+    if (!strstr (out, present[i]))
+      fprintf (stderr, "\n  written text lacks '%s':\n%s", present[i], out);
+    CU_ASSERT_PTR_NOT_NULL (strstr (out, present[i]));
+  }
+  /* Defaults the file did not set are left out: src's parallelism and batch. */
+  const char *src = strstr (out, "[stage src]");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (src);
+  CU_ASSERT_PTR_NULL (g_strstr_len (src, strstr (src, "[stage work]") - src, "batch"));
+  remove_scratch (dir);
+}
+
+static void
+test_write_refuses_literal_substitution (void)
+{
+  g_setenv ("SEDP_TEST_DOLLAR", "${HOME}", TRUE);
+  const char text[] = "[stage s]\nplugin = synthetic_work\noutput = ${SEDP_TEST_DOLLAR}\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpPipelineSpec) spec =
+      sedp_pipeline_spec_parse (text, sizeof text - 1, "dollar.pipeline", &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
+  g_autofree char *out = sedp_pipeline_spec_to_keyfile (spec, &error);
+  CU_ASSERT_PTR_NULL (out);
+  ASSERT_GERROR (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE, "dollar.pipeline",
+                 "[stage s] output", "'${HOME}'");
+  g_unsetenv ("SEDP_TEST_DOLLAR");
+}
+
+static void
+test_spec_equal (void)
+{
+  const char text[] = "[pipeline]\nframe_rows = 8\n[stage a]\nplugin = passthrough\n"
+                      "scope = request\ncpus = 1\n[stage b]\nplugin = synthetic_work\nafter = a\n"
+                      "spin_us = 2\n[tune]\nx = 1\n";
+  SedpPipelineSpec *s[2];
+  for (guint i = 0; i < 2; i++)
+    s[i] = sedp_pipeline_spec_parse (text, sizeof text - 1, "eq.pipeline", NULL);
+  CU_ASSERT_FATAL (s[0] && s[1]);
+  CU_ASSERT_TRUE (sedp_pipeline_spec_equal (s[0], s[1]));
+  SedpStageSpec *b = s[1]->stages->pdata[1], *a = s[1]->stages->pdata[0];
+  b->batch = 2;
+  CU_ASSERT_FALSE (sedp_pipeline_spec_equal (s[0], s[1]));
+  b->batch = 1;
+  g_free (b->option_values[0]);
+  b->option_values[0] = g_strdup ("3");
+  CU_ASSERT_FALSE (sedp_pipeline_spec_equal (s[0], s[1]));
+  g_free (b->option_values[0]);
+  b->option_values[0] = g_strdup ("2");
+  a->cpus[0] = 2;
+  CU_ASSERT_FALSE (sedp_pipeline_spec_equal (s[0], s[1]));
+  a->cpus[0] = 1;
+  g_free (s[1]->tune_values[0]);
+  s[1]->tune_values[0] = g_strdup ("2");
+  CU_ASSERT_FALSE (sedp_pipeline_spec_equal (s[0], s[1]));
+  g_free (s[1]->tune_values[0]);
+  s[1]->tune_values[0] = g_strdup ("1");
+  s[1]->frame_rows = 9;
+  CU_ASSERT_FALSE (sedp_pipeline_spec_equal (s[0], s[1]));
+  s[1]->frame_rows = 8;
+  CU_ASSERT_TRUE (sedp_pipeline_spec_equal (s[0], s[1]));
+  sedp_pipeline_spec_free (s[0]);
+  sedp_pipeline_spec_free (s[1]);
+}
+
+/* sedp_pipeline_text_set (@text, @group, @key, @value) gives @expected, byte for byte. */
+static void
+assert_text_set (const char *text, const char *group, const char *key, const char *value,
+                 const char *expected)
+{
+  g_autofree char *out = sedp_pipeline_text_set (text, group, key, value);
+  if (g_strcmp0 (out, expected) != 0)
+    fprintf (stderr, "\n  set [%s] %s = %s gave:\n%s\n  expected:\n%s\n", group, key, value, out,
+             expected);
+  CU_ASSERT_STRING_EQUAL (out, expected);
+}
+
+static void
+test_text_set (void)
+{
+  const char crlf[] = "# head\r\n[pipeline]\r\nname = x\r\n\r\n[stage  work]\r\n"
+                      "plugin = synthetic_work\r\nbatch_timeout_us = 5\r\nbatch =  4   \r\n"
+                      "# the end of work\r\n\r\n[tune]\r\nk = v\r\n";
+  /* An existing value: only its bytes change (not batch_timeout_us, whose name begins alike). */
+  assert_text_set (crlf, "stage work", "batch", "16",
+                   "# head\r\n[pipeline]\r\nname = x\r\n\r\n[stage  work]\r\n"
+                   "plugin = synthetic_work\r\nbatch_timeout_us = 5\r\nbatch =  16   \r\n"
+                   "# the end of work\r\n\r\n[tune]\r\nk = v\r\n");
+  /* An absent key: after the group's last key, before its trailing comment, with \r\n. */
+  assert_text_set (crlf, "stage work", "parallelism", "2",
+                   "# head\r\n[pipeline]\r\nname = x\r\n\r\n[stage  work]\r\n"
+                   "plugin = synthetic_work\r\nbatch_timeout_us = 5\r\nbatch =  4   \r\n"
+                   "parallelism = 2\r\n# the end of work\r\n\r\n[tune]\r\nk = v\r\n");
+  /* A group with no key yet, a last line without its ending, an absent group. */
+  assert_text_set ("[pipeline]\n[stage a]\nplugin = p", "pipeline", "frame_rows", "32",
+                   "[pipeline]\nframe_rows = 32\n[stage a]\nplugin = p");
+  assert_text_set ("[stage a]\nplugin = p", "stage a", "batch", "2",
+                   "[stage a]\nplugin = p\nbatch = 2\n");
+  assert_text_set ("[stage a]\nplugin = p\n", "pipeline", "frame_rows", "32",
+                   "[stage a]\nplugin = p\n\n[pipeline]\nframe_rows = 32\n");
+  assert_text_set ("", "pipeline", "name", "n", "[pipeline]\nname = n\n");
+  /* Values are escaped; an empty value; '=' in the old value. */
+  assert_text_set ("[stage a]\nx = 1\n", "stage a", "x", "a\\b\tc", "[stage a]\nx = a\\\\b\\tc\n");
+  assert_text_set ("[stage a]\nx = a=b\n", "stage a", "x", "", "[stage a]\nx = \n");
+  /* The result parses, with the new value. */
+  g_autofree char *set = sedp_pipeline_text_set (crlf, "stage work", "batch", "16");
+  g_autoptr (SedpPipelineSpec) spec =
+      sedp_pipeline_spec_parse (set, strlen (set), "set.pipeline", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
+  CU_ASSERT_EQUAL (((SedpStageSpec *) spec->stages->pdata[0])->batch, 16);
+  CU_ASSERT_EQUAL (((SedpStageSpec *) spec->stages->pdata[0])->batch_timeout_us, 5);
+}
+
+static void
+test_tune_group_kept (void)
+{
+  const char text[] = "[stage reader]\nplugin = passthrough\nscope = request\n\n# the space\n"
+                      "[tune]\nstage.*.batch = int 1..${N:-64} log\n\nmax_workers = 6\n"
+                      "[stage s]\nplugin = synthetic_work\nafter = reader\n";
+  g_autoptr (GError) error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, sizeof text - 1, "t.pipeline", &error);
+  CU_ASSERT_PTR_NULL (error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
+  CU_ASSERT_EQUAL (spec->tune_line, 6);
+  CU_ASSERT_EQUAL_FATAL (g_strv_length (spec->tune_keys), 2);
+  CU_ASSERT_STRING_EQUAL (spec->tune_keys[0], "stage.*.batch");
+  CU_ASSERT_STRING_EQUAL (spec->tune_values[0], "int 1..${N:-64} log"); /* raw */
+  CU_ASSERT_EQUAL (spec->tune_lines[0], 7);
+  CU_ASSERT_STRING_EQUAL (spec->tune_keys[1], "max_workers");
+  CU_ASSERT_STRING_EQUAL (spec->tune_values[1], "6");
+  CU_ASSERT_EQUAL (spec->tune_lines[1], 9);
+  CU_ASSERT_EQUAL (spec->stages->len, 2);
+  /* The pipeline ignores it: the graph compiles. */
+  g_autoptr (SedpGraph) graph = sedp_graph_compile (spec, registry, &error);
+  CU_ASSERT_PTR_NULL (error);
+  CU_ASSERT_PTR_NOT_NULL (graph);
+  /* Without the group: none. */
+  const char plain[] = "[stage reader]\nplugin = passthrough\n";
+  g_autoptr (SedpPipelineSpec) none =
+      sedp_pipeline_spec_parse (plain, sizeof plain - 1, "n.pipeline", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (none);
+  CU_ASSERT_EQUAL (none->tune_line, 0);
+  CU_ASSERT_PTR_NULL (none->tune_keys[0]);
+  /* The unknown-group message names it among the known ones. */
+  ASSERT_DSL_ERROR ("unknown-group.pipeline", SEDP_DSL_ERROR_UNKNOWN_GROUP, "[tune]");
+}
+
 int
 main (void)
 {
@@ -928,6 +1181,12 @@ main (void)
     T (test_join_detection),
     T (test_sinks),
     T (test_write_dot),
+    T (test_round_trip_repository_pipelines),
+    T (test_round_trip_every_key),
+    T (test_write_refuses_literal_substitution),
+    T (test_spec_equal),
+    T (test_text_set),
+    T (test_tune_group_kept),
 #undef T
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
