@@ -1,0 +1,394 @@
+/* sedp — the evaluator of `sedp tune` (see evaluate.h): a candidate pipeline started from its
+ * text, driven in process by the load generator in an open loop, and its CPU time, latency and
+ * errors measured; and the check, before a tune, that the unmodified pipeline answers every
+ * request of the workload. */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
+
+#include "evaluate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* The most requests the workload check keeps in flight. */
+#define CHECK_IN_FLIGHT 64
+/* The most repeats of one candidate. */
+#define MAX_REPEATS 100
+
+G_DEFINE_QUARK (sedp-tune-eval-error-quark, sedp_tune_eval_error)
+
+/* ---- settings ---- */
+
+void
+sedp_tune_measure_init (SedpTuneMeasure *m, SedpRegistry *registry, SedpWorkload *workload)
+{
+  g_return_if_fail (m != NULL);
+  *m = (SedpTuneMeasure) {.registry = registry, .workload = workload, .rate = 100,
+                          .warmup_s = 1, .duration_s = 5, .seed = 1,
+                          .max_in_flight = SEDP_LOADGEN_DEFAULT_MAX_IN_FLIGHT};
+}
+
+static char *
+settings_why (const SedpTuneMeasure *m)
+{
+  if (m->registry == NULL || m->workload == NULL)
+    return g_strdup_printf ("no %s: set it with sedp_tune_measure_init()",
+                            m->registry == NULL ? "registry" : "workload");
+  if (!(m->rate > 0 && m->rate <= 1e6))
+    return g_strdup_printf ("rate %g: must be more than 0 and at most 1000000 requests per second",
+                            m->rate);
+  if (!(m->warmup_s >= 0 && m->warmup_s <= 3600))
+    return g_strdup_printf ("warmup_s %g: must be from 0 to 3600 seconds", m->warmup_s);
+  if (!(m->duration_s > 0 && m->duration_s <= 86400))
+    return g_strdup_printf ("duration_s %g: must be more than 0 and at most 86400 seconds",
+                            m->duration_s);
+  if (m->max_in_flight < 1 || m->max_in_flight > 1000000)
+    return g_strdup_printf ("max_in_flight %u: must be from 1 to 1000000", m->max_in_flight);
+  return NULL;
+}
+
+gboolean
+sedp_tune_measure_check (const SedpTuneMeasure *m, GError **error)
+{
+  g_return_val_if_fail (m != NULL, FALSE);
+  g_autofree char *why = settings_why (m);
+  if (why == NULL)
+    return TRUE;
+  g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
+               "cannot measure candidates: %s", why);
+  return FALSE;
+}
+
+/* ---- results ---- */
+
+void
+sedp_tune_result_clear (SedpTuneResult *r)
+{
+  g_return_if_fail (r != NULL);
+  g_free (r->reason);
+  g_free (r->first_error);
+  memset (r, 0, sizeof *r);
+}
+
+void
+sedp_tune_repeated_clear (SedpTuneRepeated *out)
+{
+  g_return_if_fail (out != NULL);
+  for (guint i = 0; i < out->n_repeats; i++)
+    sedp_tune_result_clear (&out->results[i]);
+  g_free (out->results);
+  g_free (out->reason);
+  memset (out, 0, sizeof *out);
+}
+
+/* ---- a candidate, started ---- */
+
+/* The workload's requests travel as payloads, which only data_reader decodes. */
+static gboolean
+check_source (const SedpGraph *graph, const char *path, GError **error)
+{
+  const SedpGraphNode *source = &graph->nodes[graph->source];
+  if (strcmp (source->plugin->name, "data_reader") == 0)
+    return TRUE;
+  g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_BASELINE,
+               "%s: the source stage '%s' is plugin '%s', but the tuner sends the workload's "
+               "PredictRequests as payloads, which only plugin 'data_reader' decodes (make a "
+               "data_reader stage the source)", path, source->spec->name, source->plugin->name);
+  return FALSE;
+}
+
+/* Parses, compiles, creates and starts the pipeline of @text; NULL with @error on the way. */
+static SedpPipeline *
+start_pipeline (SedpRegistry *registry, const char *text, const char *path, GError **error)
+{
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), path, error);
+  SedpGraph *graph = spec ? sedp_graph_compile (spec, registry, error) : NULL;
+  if (graph && !check_source (graph, path, error))
+    g_clear_pointer (&graph, sedp_graph_free);
+  SedpPipeline *p = graph ? sedp_pipeline_new (graph, error) : NULL;
+  if (p && !sedp_pipeline_start (p, error))
+    g_clear_pointer (&p, sedp_pipeline_free);
+  return p;
+}
+
+/* ---- CPU time ---- */
+
+typedef struct {
+  double process_s; /* every thread of the process, RUSAGE_SELF */
+  double thread_s;  /* the calling thread (the load generator's), RUSAGE_THREAD */
+} CpuTimes;
+
+static double
+rusage_seconds (const struct rusage *ru)
+{
+  return (double) ru->ru_utime.tv_sec + (double) ru->ru_utime.tv_usec / 1e6
+         + (double) ru->ru_stime.tv_sec + (double) ru->ru_stime.tv_usec / 1e6;
+}
+
+static gboolean
+cpu_times_read (CpuTimes *t, GError **error)
+{
+  struct rusage self, thread;
+  if (getrusage (RUSAGE_SELF, &self) == 0 && getrusage (RUSAGE_THREAD, &thread) == 0) {
+    t->process_s = rusage_seconds (&self);
+    t->thread_s = rusage_seconds (&thread);
+    return TRUE;
+  }
+  int e = errno;
+  g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SYSTEM,
+               "cannot measure a candidate's CPU time: getrusage: %s (the kernel must support "
+               "RUSAGE_THREAD, Linux 2.6.26 or later)", g_strerror (e));
+  return FALSE;
+}
+
+/* ---- measuring ---- */
+
+static void
+open_loop (const SedpTuneMeasure *m, double duration_s, SedpLoadgenConfig *c)
+{
+  sedp_loadgen_config_init (c);
+  c->mode = SEDP_LOADGEN_OPEN;
+  c->rate = m->rate;
+  c->duration_s = duration_s;
+  c->seed = m->seed;
+  c->max_in_flight = m->max_in_flight;
+}
+
+/* Fills @r from a measured run and the CPU times around it. */
+static void
+fill_result (SedpTuneResult *r, const SedpLoadgenResults *res, const CpuTimes *before,
+             const CpuTimes *after)
+{
+  const SedpLoadgenCounts *c = sedp_loadgen_results_get_counts (res);
+  r->loadgen_cpu_s = after->thread_s - before->thread_s;
+  r->cpu_s = MAX (0.0, after->process_s - before->process_s - r->loadgen_cpu_s);
+  r->arrivals = c->arrivals;
+  r->answered = c->ok;
+  r->errors = sedp_loadgen_results_get_errors (res);
+  r->error_share = sedp_loadgen_results_get_error_share (res);
+  r->measured_s = c->wall_s;
+  r->answered_per_s = sedp_loadgen_results_get_requests_per_s (res);
+  r->cpu_s_per_request = c->ok > 0 ? r->cpu_s / (double) c->ok : INFINITY;
+  r->p50_ms = sedp_loadgen_results_get_latency_ms (res, 0.5);
+  r->p99_ms = sedp_loadgen_results_get_latency_ms (res, 0.99);
+  r->first_error = g_strdup (sedp_loadgen_results_get_first_error (res));
+}
+
+/* The measured window: the CPU time read right around the run, on the run's thread. */
+static gboolean
+measure_window (const SedpTuneMeasure *m, SedpLoadgen *gen, SedpTuneResult *r, GError **error)
+{
+  SedpLoadgenConfig c;
+  CpuTimes before, after;
+  open_loop (m, m->duration_s, &c);
+  if (!cpu_times_read (&before, error))
+    return FALSE;
+  g_autoptr (SedpLoadgenResults) res = sedp_loadgen_run (gen, &c, error);
+  if (res == NULL || !cpu_times_read (&after, error))
+    return FALSE;
+  fill_result (r, res, &before, &after);
+  return TRUE;
+}
+
+/* Warm-up (when asked for), then the measured window, on the started pipeline @p. */
+static gboolean
+drive (const SedpTuneMeasure *m, SedpPipeline *p, SedpTuneResult *r, GError **error)
+{
+  g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_pipeline (p, m->workload);
+  if (m->warmup_s > 0) {
+    SedpLoadgenConfig c;
+    open_loop (m, m->warmup_s, &c);
+    g_autoptr (SedpLoadgenResults) warm = sedp_loadgen_run (gen, &c, error);
+    if (warm == NULL)
+      return FALSE;
+  }
+  return measure_window (m, gen, r, error);
+}
+
+gboolean
+sedp_tune_evaluate (const SedpTuneMeasure *m, const char *text, const char *path,
+                    SedpTuneResult *result, GError **error)
+{
+  g_return_val_if_fail (m != NULL && text != NULL && path != NULL && result != NULL, FALSE);
+  memset (result, 0, sizeof *result);
+  if (!sedp_tune_measure_check (m, error))
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GError) why = NULL;
+  SedpPipeline *p = start_pipeline (m->registry, text, path, &why);
+  gboolean ok = TRUE;
+  if (p == NULL)
+    result->reason = g_strdup (why->message);
+  else {
+    result->feasible = TRUE;
+    result->threads = sedp_pipeline_get_n_threads (p);
+    ok = drive (m, p, result, error);
+    sedp_pipeline_free (p);
+  }
+  result->wall_s = (double) (g_get_monotonic_time () - t0) / 1e6;
+  if (!ok)
+    sedp_tune_result_clear (result);
+  return ok;
+}
+
+/* ---- repeats ---- */
+
+static int
+compare_doubles (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* The median CPU per request, the worst p99 and error share of @out's (feasible) repeats. */
+static void
+summarize (SedpTuneRepeated *out)
+{
+  guint n = out->n_repeats;
+  g_autofree double *cpu = g_new (double, n);
+  for (guint i = 0; i < n; i++) {
+    const SedpTuneResult *r = &out->results[i];
+    cpu[i] = r->cpu_s_per_request;
+    out->worst_p99_ms = MAX (out->worst_p99_ms, r->p99_ms);
+    out->worst_error_share = MAX (out->worst_error_share, r->error_share);
+  }
+  qsort (cpu, n, sizeof *cpu, compare_doubles);
+  out->median_cpu_s_per_request = n % 2 ? cpu[n / 2] : (cpu[n / 2 - 1] + cpu[n / 2]) / 2;
+}
+
+gboolean
+sedp_tune_evaluate_repeat (const SedpTuneMeasure *m, const char *text, const char *path,
+                           guint repeats, SedpTuneRepeated *out, GError **error)
+{
+  g_return_val_if_fail (m != NULL && text != NULL && path != NULL && out != NULL, FALSE);
+  memset (out, 0, sizeof *out);
+  if (repeats < 1 || repeats > MAX_REPEATS) {
+    g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
+                 "cannot measure candidate %s: repeats %u: must be from 1 to %d", path, repeats,
+                 MAX_REPEATS);
+    return FALSE;
+  }
+  out->results = g_new0 (SedpTuneResult, repeats);
+  out->feasible = TRUE;
+  for (guint i = 0; i < repeats && out->feasible; i++) {
+    if (!sedp_tune_evaluate (m, text, path, &out->results[i], error)) {
+      sedp_tune_repeated_clear (out);
+      return FALSE;
+    }
+    out->n_repeats++;
+    out->feasible = out->results[i].feasible;
+  }
+  if (out->feasible)
+    summarize (out);
+  else
+    out->reason = g_strdup (out->results[out->n_repeats - 1].reason);
+  return TRUE;
+}
+
+/* ---- the workload check ---- */
+
+/* The workload's requests, submitted to a pipeline; completions come back through @done. */
+typedef struct {
+  SedpPipeline *pipeline;
+  SedpWorkload *workload;
+  guint n;
+  SedpRequest **requests; /* n of them, referenced */
+  GAsyncQueue *done;      /* completed requests (not referenced) */
+  guint in_flight;
+} WorkloadCheck;
+
+static void
+on_checked (SedpRequest *request, gpointer data)
+{
+  g_async_queue_push (data, request);
+}
+
+/* Waits for one completion, at most @timeout_us (-1: without limit). */
+static void
+check_wait (WorkloadCheck *w, gint64 timeout_us)
+{
+  gpointer done = timeout_us < 0 ? g_async_queue_pop (w->done)
+                                 : g_async_queue_timeout_pop (w->done, (guint64) timeout_us);
+  if (done)
+    w->in_flight--;
+}
+
+/* Submits request @i (retrying while the source stage is full); FALSE when refused otherwise. */
+static gboolean
+check_submit (WorkloadCheck *w, guint i)
+{
+  g_autofree char *id = g_strdup_printf ("tune-check-%u", i);
+  w->requests[i] = sedp_request_new (id, 0);
+  sedp_request_set_payload (w->requests[i], sedp_workload_get_body (w->workload, i, NULL),
+                            sedp_workload_get_content_type (w->workload));
+  for (;;) {
+    while (w->in_flight >= CHECK_IN_FLIGHT)
+      check_wait (w, -1);
+    SedpStatus st = sedp_pipeline_submit (w->pipeline, w->requests[i], on_checked, w->done);
+    if (st == SEDP_STATUS_OK) {
+      w->in_flight++;
+      return TRUE;
+    }
+    if (st != SEDP_STATUS_OVERLOADED)
+      return FALSE;
+    check_wait (w, 1000);
+  }
+}
+
+/* The first request not answered OK, named; TRUE when there is none. */
+static gboolean
+check_statuses (const WorkloadCheck *w, const char *path, GError **error)
+{
+  for (guint i = 0; i < w->n; i++) {
+    const SedpResult *res = w->requests[i] ? sedp_request_get_result (w->requests[i]) : NULL;
+    SedpStatus st = res ? sedp_result_get_status (res) : SEDP_STATUS_CANCELLED;
+    if (st == SEDP_STATUS_OK)
+      continue;
+    const char *m = res ? sedp_result_get_message (res) : "refused at submission";
+    g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_WORKLOAD,
+                 "workload request %u of %u (counting from 1, blank and '#' lines skipped): the "
+                 "unmodified pipeline %s answers '%s', expected 'ok': %s (fix the request or the "
+                 "pipeline before tuning: every candidate would fail it)",
+                 i + 1, w->n, path, sedp_status_to_string (st), m ? m : "no message");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Every request submitted in order and waited for; then their statuses checked. */
+static gboolean
+check_run (WorkloadCheck *w, const char *path, GError **error)
+{
+  for (guint i = 0; i < w->n; i++)
+    if (!check_submit (w, i))
+      break;
+  while (w->in_flight > 0)
+    check_wait (w, -1);
+  return check_statuses (w, path, error);
+}
+
+gboolean
+sedp_tune_check_workload (SedpRegistry *registry, SedpWorkload *workload, const char *text,
+                          const char *path, GError **error)
+{
+  g_return_val_if_fail (registry && workload && text && path, FALSE);
+  g_autoptr (GError) why = NULL;
+  SedpPipeline *p = start_pipeline (registry, text, path, &why);
+  if (p == NULL) {
+    g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_BASELINE,
+                 "cannot tune %s: the unmodified pipeline does not start: %s (fix it first; "
+                 "`sedp check %s` shows what is wrong)", path, why->message, path);
+    return FALSE;
+  }
+  WorkloadCheck w = {.pipeline = p, .workload = workload, .done = g_async_queue_new ()};
+  w.n = sedp_workload_get_n_requests (workload);
+  w.requests = g_new0 (SedpRequest *, w.n);
+  gboolean ok = check_run (&w, path, error);
+  sedp_pipeline_free (p);
+  for (guint i = 0; i < w.n; i++)
+    g_clear_pointer (&w.requests[i], sedp_request_unref);
+  g_free (w.requests);
+  g_async_queue_unref (w.done);
+  return ok;
+}

@@ -1,0 +1,225 @@
+/* sedp — the evaluator of `sedp tune` (docs/tuning.md, "Measuring a candidate"): one candidate
+ * pipeline built from its text, started in process, driven by an open loop of a recorded
+ * workload at a fixed rate, and measured: the pipeline's CPU-seconds per answered request, its
+ * latency, errors and throughput. A candidate that does not build or start is a result marked
+ * infeasible, not an error; errors are for what stops the tune. */
+#pragma once
+
+#include "../load/loadgen.h"
+#include "../loader/registry.h"
+
+G_BEGIN_DECLS
+
+/** SEDP_TUNE_EVAL_ERROR: errors that stop a tune (not a candidate's failure, which is a result
+ * marked infeasible). Codes are #SedpTuneEvalError. */
+#define SEDP_TUNE_EVAL_ERROR (sedp_tune_eval_error_quark ())
+SEDP_API GQuark sedp_tune_eval_error_quark (void);
+
+/**
+ * SedpTuneEvalError:
+ * @SEDP_TUNE_EVAL_ERROR_SETTINGS: a field of #SedpTuneMeasure out of range (the message names
+ *   the field, its value and its range).
+ * @SEDP_TUNE_EVAL_ERROR_BASELINE: the unmodified pipeline given to sedp_tune_check_workload()
+ *   does not build or start, or its source stage does not decode payloads.
+ * @SEDP_TUNE_EVAL_ERROR_WORKLOAD: a workload request is not answered OK by the unmodified
+ *   pipeline (the message names the request, its status and the pipeline's message).
+ * @SEDP_TUNE_EVAL_ERROR_SYSTEM: the process's CPU time could not be read (getrusage).
+ */
+typedef enum {
+  SEDP_TUNE_EVAL_ERROR_SETTINGS,
+  SEDP_TUNE_EVAL_ERROR_BASELINE,
+  SEDP_TUNE_EVAL_ERROR_WORKLOAD,
+  SEDP_TUNE_EVAL_ERROR_SYSTEM,
+} SedpTuneEvalError;
+
+/**
+ * SedpTuneMeasure:
+ * @registry: where the candidates' plugins are found (borrowed: it must outlive every
+ *   evaluation; sharing one across candidates opens each plugin once)
+ * @workload: the requests, loaded once by the caller with sedp_workload_load() and shared by
+ *   every candidate (borrowed); each run sends them in order from the first, cycled, so every
+ *   candidate gets the same request sequence
+ * @rate: the open loop's mean arrival rate, requests per second, more than 0 and at most
+ *   1 000 000
+ * @warmup_s: seconds of load at @rate before the measured window, not measured; 0 to 3600
+ *   (0: none)
+ * @duration_s: seconds of the measured window's sending, more than 0 and at most 86 400; the
+ *   requests still in flight at its end are waited for and measured
+ * @seed: the seed of the Poisson arrivals: the same seed, the same schedule (common random
+ *   numbers across candidates); the warm-up uses it too
+ * @max_in_flight: the most requests in flight, 1 to 1 000 000 (see #SedpLoadgenConfig); one due
+ *   beyond it is not sent and counts as an error
+ *
+ * How every candidate is measured. Initialize with sedp_tune_measure_init() and set the fields
+ * that differ. A plain struct: the caller owns it; the evaluator only reads it.
+ */
+typedef struct {
+  SedpRegistry *registry;
+  SedpWorkload *workload;
+  double rate;
+  double warmup_s;
+  double duration_s;
+  guint64 seed;
+  guint max_in_flight;
+} SedpTuneMeasure;
+
+/* Sets @registry and @workload (both borrowed) and the defaults: 100 requests/s, 1 s of
+ * warm-up, 5 s measured, seed 1, max_in_flight SEDP_LOADGEN_DEFAULT_MAX_IN_FLIGHT. */
+SEDP_API void sedp_tune_measure_init (SedpTuneMeasure *measure, SedpRegistry *registry,
+                                      SedpWorkload *workload);
+
+/* Returns: %FALSE with @error (%SEDP_TUNE_EVAL_ERROR_SETTINGS naming the field, its value and
+ * its range) when a field is out of range or @registry or @workload is missing. */
+SEDP_API gboolean sedp_tune_measure_check (const SedpTuneMeasure *measure, GError **error);
+
+/**
+ * SedpTuneResult:
+ * @feasible: whether the candidate built and started; when %FALSE only @reason, @wall_s and
+ *   @threads (0) are set
+ * @reason: (nullable): why the candidate is infeasible: the message of the error that stopped
+ *   it (its file, line and stage; a missing plugin's name); %NULL when feasible
+ * @cpu_s_per_request: @cpu_s / @answered: the pipeline's CPU-seconds per request answered OK;
+ *   +∞ when none was
+ * @cpu_s: the process's CPU time (user + system, every thread, getrusage (RUSAGE_SELF)) over
+ *   the measured run, less @loadgen_cpu_s
+ * @loadgen_cpu_s: the CPU time of the load generator's thread over the measured run
+ *   (getrusage (RUSAGE_THREAD) of the thread that ran it: its schedule, sends and accounting)
+ * @p50_ms, @p99_ms: the latencies of the requests answered OK, from their scheduled send, in
+ *   milliseconds (nearest rank; 0 when none was answered)
+ * @arrivals: requests due in the measured window (the same for the same seed, rate and
+ *   duration)
+ * @answered: of them, requests answered OK
+ * @errors: of them, requests not answered OK (refused, failed, timed out, unsent)
+ * @error_share: @errors / @arrivals (0 when nothing was due)
+ * @answered_per_s: @answered / @measured_s
+ * @measured_s: the wall time of the measured run: its sending and its drain
+ * @wall_s: the wall time of the whole evaluation: build, start, warm-up, measured run, stop
+ * @threads: the pipeline's worker threads (staged: the sum of the stages' parallelism; sync
+ *   mode: its pool)
+ * @first_error: (nullable): the first failed request's description, when @errors > 0
+ *
+ * What one evaluation measured. Owns its strings: clear with sedp_tune_result_clear().
+ */
+typedef struct {
+  gboolean feasible;
+  char *reason;
+  double cpu_s_per_request;
+  double cpu_s;
+  double loadgen_cpu_s;
+  double p50_ms;
+  double p99_ms;
+  guint64 arrivals;
+  guint64 answered;
+  guint64 errors;
+  double error_share;
+  double answered_per_s;
+  double measured_s;
+  double wall_s;
+  guint threads;
+  char *first_error;
+} SedpTuneResult;
+
+/* Frees @result's strings and zeroes it; clearing twice is harmless. */
+SEDP_API void sedp_tune_result_clear (SedpTuneResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SedpTuneResult, sedp_tune_result_clear)
+
+/**
+ * sedp_tune_evaluate:
+ * @measure: how to measure (checked with sedp_tune_measure_check())
+ * @text: the candidate pipeline, keyfile text (the DSL of docs/pipeline-dsl.md)
+ * @path: the path its messages name and its relative paths are anchored at (the pipeline file
+ *   the candidate was derived from)
+ * @result: (out caller-allocates): what was measured; overwritten (not cleared) first
+ *
+ * Parses, compiles, creates and starts the candidate, runs @measure->warmup_s of warm-up and
+ * then the measured window at @measure->rate in an open loop on the calling thread, and stops
+ * the pipeline. A candidate that fails to parse, compile (a missing plugin, a bad option), be
+ * created or started, or whose source stage does not decode payloads (data_reader), gives
+ * %TRUE with @result->feasible %FALSE and the reason. A candidate that runs but answers badly
+ * is feasible: its errors and latency are in @result for the tuner to judge.
+ *
+ * Determinism: the same seed, rate and duration give the same arrival schedule, and the same
+ * workload the same requests in the same order, for every candidate. What still varies is the
+ * machine: scheduling, other processes, CPU frequency and caches; repeat the measure where the
+ * decision is close (sedp_tune_evaluate_repeat()).
+ *
+ * Thread-safety: the CPU time is the whole process's, so nothing else in the process may work
+ * during an evaluation (no other evaluation, no other pipeline). Blocks for about
+ * warmup_s + duration_s plus the drains and the pipeline's start and stop. Retrying after an
+ * error is pointless unless the settings change; a %SEDP_TUNE_EVAL_ERROR_SYSTEM may pass.
+ *
+ * Returns: %TRUE when measured or found infeasible; %FALSE with @error only for what stops the
+ * tune: %SEDP_TUNE_EVAL_ERROR_SETTINGS, %SEDP_TUNE_EVAL_ERROR_SYSTEM, or the load generator's
+ * %SEDP_LOADGEN_ERROR_SYSTEM (no timer). @result is then cleared.
+ */
+SEDP_API gboolean sedp_tune_evaluate (const SedpTuneMeasure *measure, const char *text,
+                                      const char *path, SedpTuneResult *result, GError **error);
+
+/**
+ * SedpTuneRepeated:
+ * @feasible: whether every repeat was feasible (the first infeasible one ends the repeats)
+ * @reason: (nullable): the infeasible repeat's reason
+ * @median_cpu_s_per_request: the median of the repeats' CPU-seconds per answered request (the
+ *   mean of the middle two for an even count)
+ * @worst_p99_ms: the highest of the repeats' p99 latencies
+ * @worst_error_share: the highest of the repeats' error shares
+ * @n_repeats: the repeats measured (@repeats in @results)
+ * @results: (array length=n_repeats): each repeat's result, in order
+ *
+ * What sedp_tune_evaluate_repeat() measured. Owns @results and @reason: clear with
+ * sedp_tune_repeated_clear().
+ */
+typedef struct {
+  gboolean feasible;
+  char *reason;
+  double median_cpu_s_per_request;
+  double worst_p99_ms;
+  double worst_error_share;
+  guint n_repeats;
+  SedpTuneResult *results;
+} SedpTuneRepeated;
+
+/* Frees @repeated's results and reason and zeroes it; clearing twice is harmless. */
+SEDP_API void sedp_tune_repeated_clear (SedpTuneRepeated *repeated);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SedpTuneRepeated, sedp_tune_repeated_clear)
+
+/**
+ * sedp_tune_evaluate_repeat:
+ * @repeats: how many times to measure, 1 to 100
+ * @out: (out caller-allocates): the repeats and their summary; overwritten (not cleared) first
+ *
+ * sedp_tune_evaluate() @repeats times in a row, each with a freshly built pipeline and the same
+ * seed (so the repeats differ only by the machine), for the candidates whose comparison is
+ * close. The median CPU per request resists one disturbed repeat; the worst p99 is kept, as a
+ * latency budget must hold in every repeat. Same thread-safety and errors as
+ * sedp_tune_evaluate() (%SEDP_TUNE_EVAL_ERROR_SETTINGS also for @repeats out of range).
+ *
+ * Returns: %TRUE when measured or found infeasible; %FALSE with @error otherwise (@out cleared).
+ */
+SEDP_API gboolean sedp_tune_evaluate_repeat (const SedpTuneMeasure *measure, const char *text,
+                                             const char *path, guint repeats,
+                                             SedpTuneRepeated *out, GError **error);
+
+/**
+ * sedp_tune_check_workload:
+ * @registry: where the plugins are found (borrowed)
+ * @workload: the workload the tune will send (borrowed)
+ * @text: the unmodified pipeline, keyfile text
+ * @path: the path its messages name and its relative paths are anchored at
+ *
+ * Runs every request of @workload once through the unmodified pipeline (at most 64 in flight,
+ * submission refused when full retried) before a tune, so that a workload the pipeline cannot
+ * answer stops the tune at once instead of making every candidate look bad. Blocks until every
+ * request completed. Measures nothing, so other work may run in the process meanwhile; call it
+ * from one thread at a time per registry. Retrying without changing the workload or the
+ * pipeline gives the same answer, unless requests timed out on a busy machine.
+ *
+ * Returns: %TRUE when every request was answered OK; %FALSE with @error:
+ * %SEDP_TUNE_EVAL_ERROR_BASELINE when the pipeline does not build or start, or its source does
+ * not decode payloads; %SEDP_TUNE_EVAL_ERROR_WORKLOAD naming the first request (by its index in
+ * the workload) whose status is not OK, its status and the pipeline's message.
+ */
+SEDP_API gboolean sedp_tune_check_workload (SedpRegistry *registry, SedpWorkload *workload,
+                                            const char *text, const char *path, GError **error);
+
+G_END_DECLS
