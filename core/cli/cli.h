@@ -17,6 +17,7 @@ int sedp_cmd_model (int argc, char **argv);
 int sedp_cmd_run (int argc, char **argv);
 int sedp_cmd_serve (int argc, char **argv);
 int sedp_cmd_shed (int argc, char **argv);
+int sedp_cmd_tune (int argc, char **argv);
 
 /* Prints "sedp SUBCOMMAND: MESSAGE" on stderr. */
 void sedp_cli_error (const char *subcommand, const char *message);

@@ -21,6 +21,7 @@ static const Command commands[] = {
   {"run", sedp_cmd_run, "Score a file of requests offline"},
   {"serve", sedp_cmd_serve, "Serve pipelines over HTTP"},
   {"shed", sedp_cmd_shed, "The load shedder: train its pruning DNN"},
+  {"tune", sedp_cmd_tune, "Tune a pipeline's settings by CMA-ES for the least CPU within a p99 SLO"},
 };
 
 void
