@@ -75,9 +75,9 @@ parse_max_workers (Parser *p, const SedpTuneEntry *e, GError **error)
   }
   sedp_tune_entry_error (e, error, SEDP_TUNE_SPACE_ERROR_MAX_WORKERS,
                          "expected an integer from 1 to 1048576, got '%s' (the most worker "
-                         "threads all stages together may have; leave it out for the cores + 2, "
-                         "%u here)",
-                         e->value, sedp_tune_space_cores () + 2);
+                         "threads all stages together may have; leave it out for the pipeline's "
+                         "workers as written plus the cores, %u here)",
+                         e->value, p->space->max_workers);
   return FALSE;
 }
 

@@ -24,14 +24,18 @@ sedp_tune_space_new (const SedpPipelineSpec *spec)
 {
   SedpTuneSpace *space = g_new0 (SedpTuneSpace, 1);
   space->params = g_ptr_array_new_with_free_func (param_free);
-  space->max_workers = sedp_tune_space_cores () + 2;
   space->n_stages = spec->stages->len;
   space->parallelism = g_new0 (guint, MAX (space->n_stages, 1));
   space->parallelism_param = g_new0 (int, MAX (space->n_stages, 1));
+  guint written = 0;
   for (guint i = 0; i < space->n_stages; i++) {
     space->parallelism[i] = ((const SedpStageSpec *) spec->stages->pdata[i])->parallelism;
     space->parallelism_param[i] = -1;
+    written += space->parallelism[i];
   }
+  /* the pipeline as written, and one more worker per core: every stage has a worker of its
+   * own, most of them waiting on their channels */
+  space->max_workers = written + sedp_tune_space_cores ();
   return space;
 }
 

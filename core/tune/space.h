@@ -130,7 +130,8 @@ SEDP_API SedpTuneSpace *sedp_tune_space_load (const SedpPipelineSpec *spec, cons
  * cores, batch 1..64 (log) and batch_timeout_us 0..4000 (log); the pipeline's frame_rows
  * 16..256 (log); the cache sizes of the plugins that have one (space-default.c lists them).
  * Each range is widened to hold the pipeline's own value, and one that would hold a single
- * value (parallelism on one core) is left out. max_workers: the cores + 2.
+ * value (parallelism on one core) is left out. max_workers: the pipeline's workers as written
+ * plus the machine's cores.
  *
  * Returns: (transfer full) (nullable): the space, or %NULL with @error set (a plugin that
  * cannot be loaded, invalid options, more than %SEDP_CMAES_MAX_DIM parameters). As
@@ -151,7 +152,7 @@ SEDP_API const SedpTuneParam *sedp_tune_space_param (const SedpTuneSpace *space,
 /**
  * sedp_tune_space_max_workers:
  * Returns: the most worker threads all stages together may have (`max_workers`; by default the
- * cores + 2): a hard constraint of every candidate (sedp_tune_space_apply()).
+ * pipeline's workers as written plus the machine's cores): a hard constraint of every candidate (sedp_tune_space_apply()).
  */
 SEDP_API guint sedp_tune_space_max_workers (const SedpTuneSpace *space);
 
