@@ -206,6 +206,12 @@ sedp_tune_space_apply (const SedpTuneSpace *space, const double *x, const char *
   for (guint i = 0; i < space->params->len; i++) {
     const SedpTuneParam *p = space->params->pdata[i];
     g_autofree char *value = sedp_tune_space_value (space, i, x[i]);
+    g_autofree char *as_given =
+      isnan (p->start) || p->start < p->low || p->start > p->high
+        ? NULL
+        : sedp_tune_space_value (space, i, to_coordinate (p, p->start));
+    if (as_given && strcmp (as_given, value) == 0)
+      continue; /* unchanged: the file keeps its own text (or the key stays unset) */
     char *next = sedp_pipeline_text_set (out, p->group, p->key, value);
     g_free (out);
     out = next;

@@ -187,8 +187,10 @@ SEDP_API char *sedp_tune_space_value (const SedpTuneSpace *space, guint i, doubl
  *   ≥ 0 (0: within): the sum of every stage's parallelism, tuned or as written, minus
  *   max_workers
  *
- * Returns: (transfer full): @text with every parameter's key set to its value at @x, in place
- * (sedp_pipeline_text_set()); a key the file lacks is added to its group.
+ * Returns: (transfer full): @text with every parameter whose value at @x differs from the
+ * pipeline's as given set to it, in place (sedp_pipeline_text_set()); a key the file lacks is
+ * added to its group. A parameter at its given value is left as written (or unset), so that
+ * the tuned file differs from the input only where the tuner changed something.
  */
 SEDP_API char *sedp_tune_space_apply (const SedpTuneSpace *space, const double *x,
                                       const char *text, double *violation);

@@ -388,6 +388,14 @@ test_apply (void)
   double wide[8] = {4, 4, 4, 4, log (17), 7, 1, 2.25};
   g_autofree char *crowded = sedp_tune_space_apply (space, wide, text, &violation);
   CU_ASSERT_DOUBLE_EQUAL (violation, 10, 0);
+  /* At the start point (the values as given, unset keys at their defaults) nothing changes:
+   * no key is written, not even an unset one at its default. */
+  SedpCmaesOptions opt;
+  sedp_tune_space_to_cmaes (space, &opt);
+  for (guint i = 0; i < 8; i++)
+    CU_ASSERT_FALSE (isnan (opt.x0[i])); /* every parameter here has a value or a default */
+  g_autofree char *same = sedp_tune_space_apply (space, opt.x0, text, NULL);
+  CU_ASSERT_STRING_EQUAL (same, text);
 }
 
 /* A stage whose parallelism is not tuned counts with its written value. */
