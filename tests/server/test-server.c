@@ -144,11 +144,11 @@ resp_clear (Resp *r)
 
 static void http_raw (guint port, const GString *req, Resp *out);
 
-static void
-http (guint port, const char *method, const char *path, const char *ctype, const void *body,
-      gsize len, Resp *out)
+/* The bytes of an HTTP/1.1 request (Connection: close). */
+static GString *
+http_request (const char *method, const char *path, const char *ctype, const void *body, gsize len)
 {
-  g_autoptr (GString) req = g_string_new (NULL);
+  GString *req = g_string_new (NULL);
   g_string_append_printf (req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method,
                           path);
   if (ctype)
@@ -157,6 +157,14 @@ http (guint port, const char *method, const char *path, const char *ctype, const
     g_string_append_printf (req, "Content-Length: %" G_GSIZE_FORMAT "\r\n", len);
   g_string_append (req, "\r\n");
   g_string_append_len (req, body, (gssize) len);
+  return req;
+}
+
+static void
+http (guint port, const char *method, const char *path, const char *ctype, const void *body,
+      gsize len, Resp *out)
+{
+  g_autoptr (GString) req = http_request (method, path, ctype, body, len);
   http_raw (port, req, out);
 }
 
@@ -169,11 +177,12 @@ http_raw (guint port, const GString *req, Resp *out)
   http_raw_paced (port, req, 0, 0, out);
 }
 
-/* http_raw(), waiting @pause_ms after the first @split bytes (a slow client). */
-static void
-http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Resp *out)
+/* Connects to @port and sends @req, waiting @pause_ms after the first @split bytes (a slow
+ * client); the socket, or -1. The kernel completes the connection and keeps the bytes even
+ * while the server cannot run. */
+static int
+http_send (guint port, const GString *req, gsize split, guint pause_ms)
 {
-  memset (out, 0, sizeof *out);
   int fd = socket (AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((guint16) port)};
   sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
@@ -183,7 +192,7 @@ http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Res
   if (rc != 0) {
     fprintf (stderr, "\n  connect to port %u: %s\n", port, g_strerror (errno));
     close (fd);
-    return;
+    return -1;
   }
   gsize off = 0;
   while (off < req->len) {
@@ -197,6 +206,16 @@ http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Res
       break; /* the server may answer (413) and close before reading everything */
     off += (gsize) n;
   }
+  return fd;
+}
+
+/* Reads the response on @fd until the server closes, and closes @fd. */
+static void
+http_receive (int fd, guint port, Resp *out)
+{
+  memset (out, 0, sizeof *out);
+  if (fd < 0)
+    return;
   g_autoptr (GByteArray) in = g_byte_array_new ();
   guint8 buf[65536];
   for (;;) {
@@ -221,6 +240,13 @@ http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Res
   out->body_len = in->len - 1 - (gsize) (end + 4 - text);
   out->body = g_malloc (out->body_len + 1);
   memcpy (out->body, end + 4, out->body_len + 1);
+}
+
+/* http_raw(), waiting @pause_ms after the first @split bytes (a slow client). */
+static void
+http_raw_paced (guint port, const GString *req, gsize split, guint pause_ms, Resp *out)
+{
+  http_receive (http_send (port, req, split, pause_ms), port, out);
 }
 
 static int
@@ -744,15 +770,20 @@ test_deadline_from_accept_queue (void)
   Server s;
   if (!server_start (&s, pipelines, NULL))
     return;
-  Call c = {s.port, "fast", {0}, "{\"items\": [{\"id\": 1}], \"deadline_ms\": 150}"};
+  const char *json = "{\"items\": [{\"id\": 1}], \"deadline_ms\": 150}";
+  g_autoptr (GString) req = http_request ("POST", "/v1/pipelines/fast:predict",
+                                          "application/json", json, strlen (json));
   g_subprocess_send_signal (s.proc, SIGSTOP);
-  GThread *t = g_thread_new ("client", call_thread, &c);
+  /* Sent here, before the wait starts (a client thread started on a busy machine once sent
+   * its request too late for the wait to count). */
+  int fd = http_send (s.port, req, 0, 0);
   g_usleep (400000);
   g_subprocess_send_signal (s.proc, SIGCONT);
-  g_thread_join (t);
-  CU_ASSERT_EQUAL (c.resp.status, 504);
-  CU_ASSERT_PTR_NOT_NULL (c.resp.body && strstr (c.resp.body, "deadline of 150 ms"));
-  resp_clear (&c.resp);
+  Resp r;
+  http_receive (fd, s.port, &r);
+  CU_ASSERT_EQUAL (r.status, 504);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "deadline of 150 ms"));
+  resp_clear (&r);
   assert_healthy (s.port);
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
