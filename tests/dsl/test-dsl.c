@@ -3,6 +3,7 @@
  * error's domain and code and that its message names the file, the line, the group and the key
  * (where there is one). */
 #include "test-common.h"
+#include "test-spec.h"
 
 #include "dsl/spec.h"
 #include "graph/graph.h"
@@ -329,25 +330,7 @@ test_nonexistent_file (void)
 
 /* ---- ${VAR} substitution --------------------------------------------------------------- */
 
-static const SedpStageSpec *
-stage_named (const SedpPipelineSpec *spec, const char *name)
-{
-  for (guint i = 0; i < spec->stages->len; i++) {
-    const SedpStageSpec *s = spec->stages->pdata[i];
-    if (strcmp (s->name, name) == 0)
-      return s;
-  }
-  return NULL;
-}
 
-static const char *
-option_value (const SedpStageSpec *s, const char *key)
-{
-  for (guint i = 0; s->option_keys[i]; i++)
-    if (strcmp (s->option_keys[i], key) == 0)
-      return s->option_values[i];
-  return NULL;
-}
 
 static void
 test_env_substitution (void)

@@ -3,6 +3,7 @@
  * with the worker limit, a space file, and one test per error (its code, and the names its
  * message must carry: file, line, [tune], key, values). */
 #include "test-common.h"
+#include "test-spec.h"
 
 #include "graph/graph.h"
 #include "tune/space.h"
@@ -329,23 +330,7 @@ test_values (void)
   }
 }
 
-static const SedpStageSpec *
-stage_named (const SedpPipelineSpec *spec, const char *name)
-{
-  for (guint i = 0; i < spec->stages->len; i++)
-    if (strcmp (((SedpStageSpec *) spec->stages->pdata[i])->name, name) == 0)
-      return spec->stages->pdata[i];
-  return NULL;
-}
 
-static const char *
-option_value (const SedpStageSpec *s, const char *key)
-{
-  for (guint i = 0; s->option_keys[i]; i++)
-    if (strcmp (s->option_keys[i], key) == 0)
-      return s->option_values[i];
-  return NULL;
-}
 
 /* A candidate: every parameter set in the text (added where absent), the rest kept, and the
  * worker limit. */
