@@ -1,6 +1,7 @@
 /* sedp — a recorded workload run unshed, for `sedp shed train` (see collect.h). */
 #include "collect.h"
 
+#include "../dsl/keys.h"
 #include "../graph/graph.h"
 #include "../io/request-file.h"
 #include "../runtime/pipeline.h"
@@ -63,6 +64,11 @@ load_unshed (const char *path, SedpRegistry *registry, SedpShedWorkload *w, GErr
       stage_set_option (st, "policy", "none");
   }
   w->deadline_ms = spec->deadline_ms;
+  /* Offline, every request must be scored to learn from it, and they queue behind each other
+   * (COLLECT_INFLIGHT at once, a cold pipeline first): the serving deadline does not apply;
+   * the longest a pipeline file allows does (an hour).
+   * (With it, the first request of a cold CTR pipeline once timed out at 500 ms.) */
+  spec->deadline_ms = (guint) sedp_dsl_runtime_key (SEDP_DSL_GROUP_PIPELINE, "deadline_ms")->max;
   SedpGraph *g = sedp_graph_compile (spec, registry, error);
   for (guint i = 0; g && i < g->n_nodes; i++) {
     const SedpGraphNode *node = &g->nodes[i];
