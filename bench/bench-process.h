@@ -3,6 +3,8 @@
  * program's name (g_set_prgname() in main: "e2e", "soak", "refusal"). */
 #pragma once
 
+#include "bench-stats.h"
+
 #include <errno.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
@@ -188,11 +190,5 @@ bench_speed_probe_us (void)
     clock_gettime (CLOCK_THREAD_CPUTIME_ID, &t1);
     t[r] = (double) (t1.tv_sec - t0.tv_sec) * 1e6 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e3;
   }
-  for (guint i = 1; i < RUNS; i++) /* insertion sort of five */
-    for (guint j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double v = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = v;
-    }
-  return t[RUNS / 2];
+  return bench_quantile (t, RUNS, 0.5);
 }

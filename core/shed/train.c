@@ -183,7 +183,7 @@ evaluate_served (const SedpShedWorkload *w, const SedpShedCurve *curves, const S
   g_autofree ShedBalance *b = g_new0 (ShedBalance, 1);
   for (guint i = 0; i < n; i++) {
     const SedpShedRequest *q = g_ptr_array_index (w->requests, i);
-    double floor = (double) shed_keep_count (0, q->n, w->min_keep, w->max_cutoff) / q->n;
+    double floor = shed_floor_share (q->n, w->min_keep, w->max_cutoff);
     double level = shed_balance_level (b, out->quota, q->n, floor);
     double keep = shed_balance_keep (b, out->quota, model_keep (m, w, q, level), q->n, floor);
     guint k = shed_keep_count (keep, q->n, w->min_keep, w->max_cutoff);

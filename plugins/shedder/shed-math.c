@@ -161,6 +161,12 @@ shed_balance_keep (ShedBalance *b, double quota, double model_keep, guint n, dou
 }
 
 double
+shed_floor_share (guint n, guint min_keep, double max_cutoff)
+{
+  return n ? (double) shed_keep_count (0.0, n, min_keep, max_cutoff) / n : 1.0;
+}
+
+double
 shed_balance_level (const ShedBalance *b, double quota, guint n, double floor)
 {
   double allowed = (double) n * MAX (CLAMP (quota, 0.0, 1.0), CLAMP (floor, 0.0, 1.0));

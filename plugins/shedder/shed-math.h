@@ -51,6 +51,10 @@ guint shed_order (const float *escore, guint n, guint *order);
  * within n × 1e-6 above an integer count as that integer (float32 fractions). */
 guint shed_keep_count (double keep, guint n, guint min_keep, double max_cutoff);
 
+/* The least share of @n candidates any keep leaves (shed_keep_count's floors, over @n); 1 when
+ * @n is 0. */
+double shed_floor_share (guint n, guint min_keep, double max_cutoff);
+
 /**
  * shed_fit_share:
  * @in_flight: items in the pipeline not finished yet, this request's @n among them

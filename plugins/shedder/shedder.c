@@ -171,7 +171,7 @@ dnn_keep (Shedder *s, SedpRequest *req, const float *escore, guint n, guint work
 {
   ShedEscoreStats stats;
   shed_escore_stats (escore, n, &stats);
-  double floor = n ? (double) shed_keep_count (0, n, s->min_keep, s->max_cutoff) / n : 1.0;
+  double floor = shed_floor_share (n, s->min_keep, s->max_cutoff);
   double level = quota;
   if (s->dnn_by_quota && quota < 1.0) {
     g_mutex_lock (&s->lock);
