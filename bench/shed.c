@@ -15,7 +15,10 @@
  *    mean share shed;
  * 5. times the shedder alone on requests of 500 candidates (in process).
  * RESULT keys: escore_spearman, shed_deadline_ms, shed_capacity_rps,
- * shed_{1x,2x,3x}_{none,reject,fixed,control,dnn}_{answered,p99_ms,recall10,shed_share,items_per_s},
+ * shed_{1x,2x,3x}_{none,reject,fixed,control,dnn}_{answered,p99_ms,recall10,recall10_all,shed_share,
+ * items_per_s} (recall10 over the requests answered 200, recall10_all over every request sent,
+ * one not answered counting 0), shed_{1x,2x,3x}_{dnn,fixed}_recall10_common (over the workload
+ * requests both answered, like for like) and shed_{1x,2x,3x}_common_requests (their share),
  * shedder_us_per_request. */
 #include "bench-common.h"
 #include "bench-process.h"
@@ -260,6 +263,8 @@ typedef struct {
   GArray *due_s;        /* when each was due (monotonic seconds), in the same order */
   guint ok;
   double recall_sum;
+  double *ref_recall_sum; /* by workload request: the sum of its answers' recall@10 … */
+  guint *ref_ok;          /* … over this many answers */
   guint64 scored, shed_items, items; /* candidates scored, shed, of the OK answers */
 } Tally;
 
@@ -276,7 +281,10 @@ tally_response (Tally *t, const Ref *r, const Sedp__Serving__PredictResponse *m)
   for (gsize i = 0; i < m->n_items; i++)
     t->scored += m->items[i]->status == SEDP__SERVING__ITEM_RESULT__STATUS__SCORED;
   t->ok++;
-  t->recall_sum += r->n_top ? (double) hits / r->n_top : 1.0;
+  double recall = r->n_top ? (double) hits / r->n_top : 1.0;
+  t->recall_sum += recall;
+  t->ref_recall_sum[r - (const Ref *) t->refs->data] += recall;
+  t->ref_ok[r - (const Ref *) t->refs->data]++;
   t->shed_items += m->shed_items;
   t->items += m->n_items;
 }
@@ -301,6 +309,8 @@ on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointe
 
 typedef struct {
   double answered, p99_ms, recall10, shed_share, items_per_s;
+  double recall10_all; /* over every request sent: one not answered 200 counts 0 */
+  double *ref_recall;  /* by workload request: its answers' mean recall@10, -1 if none (owned) */
   double server_cores, other_cores; /* the server's CPU, and the other jobs' of this machine */
   double p50_first_ms, p50_last_ms;  /* of the requests due in the run's first and second half */
 } Outcome;
@@ -364,6 +374,8 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
   g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_http (url, w, &error);
   Tally t = {refs, g_array_new (FALSE, FALSE, sizeof (double)),
              g_array_new (FALSE, FALSE, sizeof (double))};
+  t.ref_recall_sum = g_new0 (double, refs->len);
+  t.ref_ok = g_new0 (guint, refs->len);
   SedpLoadgenConfig c;
   sedp_loadgen_config_init (&c);
   c.mode = SEDP_LOADGEN_OPEN;
@@ -377,6 +389,8 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
     fprintf (stderr, "shed: %s\n", error->message);
     g_array_unref (t.latency_ms);
     g_array_unref (t.due_s);
+    g_free (t.ref_recall_sum);
+    g_free (t.ref_ok);
     return FALSE;
   }
   double p50_first, p50_last;
@@ -391,9 +405,14 @@ measure (const char *url, SedpWorkload *w, const GArray *refs, double rate, doub
     .answered = k->arrivals ? (double) t.ok / k->arrivals : 0,
     .p99_ms = n ? g_array_index (t.latency_ms, double, at) : 0,
     .recall10 = t.ok ? t.recall_sum / t.ok : 0,
+    .recall10_all = k->arrivals ? t.recall_sum / k->arrivals : 0,
+    .ref_recall = t.ref_recall_sum,
     .shed_share = t.items ? (double) t.shed_items / t.items : 0, /* of all candidates */
     .items_per_s = t.scored / k->wall_s,
   };
+  for (guint i = 0; i < refs->len; i++)
+    t.ref_recall_sum[i] = t.ref_ok[i] ? t.ref_recall_sum[i] / t.ref_ok[i] : -1;
+  g_free (t.ref_ok);
   g_array_unref (t.latency_ms);
   sedp_loadgen_results_free (res);
   return TRUE;
@@ -494,28 +513,51 @@ run_policy (Bench *b, const char *policy, guint mult, double fixed_keep, Outcome
   server_stop (&s);
   if (!ok)
     return FALSE;
-  const char *k[] = {"answered", "p99_ms", "recall10", "shed_share", "items_per_s",
-                     "server_cores", "other_cores"};
-  double v[] = {o->answered, o->p99_ms, o->recall10, o->shed_share, o->items_per_s,
-                o->server_cores, o->other_cores};
+  const char *k[] = {"answered", "p99_ms", "recall10", "recall10_all", "shed_share",
+                     "items_per_s", "server_cores", "other_cores"};
+  double v[] = {o->answered, o->p99_ms, o->recall10, o->recall10_all, o->shed_share,
+                o->items_per_s, o->server_cores, o->other_cores};
   for (guint i = 0; i < G_N_ELEMENTS (k); i++)
     printf ("RESULT shed_%ux_%s_%s=%.4g\n", mult, policy, k[i], v[i]);
   fflush (stdout);
   return TRUE;
 }
 
-/* Every policy at @mult × C; fixed keeps what dnn kept at the same load. */
+/* dnn's and fixed's recall@10 over the same requests: the workload requests each answered at
+ * least once (each request's answers averaged first), and the share of the workload that is. */
+static void
+print_common (guint mult, const double *dnn, const double *fixed, guint n)
+{
+  double sum_dnn = 0, sum_fixed = 0;
+  guint both = 0;
+  for (guint i = 0; i < n; i++)
+    if (dnn[i] >= 0 && fixed[i] >= 0)
+      sum_dnn += dnn[i], sum_fixed += fixed[i], both++;
+  printf ("RESULT shed_%ux_common_requests=%.4g\n", mult, n ? (double) both / n : 0);
+  printf ("RESULT shed_%ux_dnn_recall10_common=%.4g\n", mult, both ? sum_dnn / both : 0);
+  printf ("RESULT shed_%ux_fixed_recall10_common=%.4g\n", mult, both ? sum_fixed / both : 0);
+  fflush (stdout);
+}
+
+/* Every policy at @mult × C; fixed keeps what dnn kept at the same load, and the two are
+ * compared over the requests both answered. */
 static gboolean
 run_load (Bench *b, guint mult)
 {
   double dnn_keep = 1.0;
+  g_autofree double *dnn_recall = NULL;
   for (guint i = 0; i < G_N_ELEMENTS (policies); i++) {
     Outcome o = {0};
     gboolean fixed = strcmp (policies[i], "fixed") == 0;
     if (!run_policy (b, policies[i], mult, fixed ? dnn_keep : 1.0, &o))
       return FALSE;
-    if (strcmp (policies[i], "dnn") == 0)
+    if (strcmp (policies[i], "dnn") == 0) {
       dnn_keep = 1.0 - o.shed_share;
+      dnn_recall = g_steal_pointer (&o.ref_recall);
+    }
+    if (fixed && dnn_recall)
+      print_common (mult, dnn_recall, o.ref_recall, b->refs->len);
+    g_free (o.ref_recall);
   }
   return TRUE;
 }
@@ -543,6 +585,7 @@ confirm_capacity (Bench *b, const Server *s, double c, double probe_s)
     if (!measure (s->url, b->workload, b->refs, c, 2 * probe_s, &o))
       return 0;
     cpu_since (&mark, s->pid, &o);
+    g_free (o.ref_recall);
     gboolean steady = o.p50_last_ms <= 2 * o.p50_first_ms + STEADY_SLACK * b->deadline_ms;
     fprintf (stderr, "shed: capacity %.1f req/s confirmed? answered %.4f, p99 %.1f ms, p50 "
              "%.1f then %.1f ms%s (server %.2f cores, other jobs %.2f)\n", c, o.answered,
