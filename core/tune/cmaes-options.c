@@ -20,10 +20,11 @@ sedp_cmaes_options_init (SedpCmaesOptions *opt)
 static gboolean
 check_shape (const SedpCmaesOptions *opt, GError **error)
 {
-  if (opt->method != SEDP_CMAES_POPULATION && opt->method != SEDP_CMAES_ONE_PLUS_ONE) {
+  if (opt->method != SEDP_CMAES_POPULATION && opt->method != SEDP_CMAES_ONE_PLUS_ONE &&
+      opt->method != SEDP_CMAES_RANDOM) {
     g_set_error (error, SEDP_CMAES_ERROR, SEDP_CMAES_ERROR_METHOD,
                  "cannot create the optimiser: method %d is unknown; use SEDP_CMAES_POPULATION "
-                 "or SEDP_CMAES_ONE_PLUS_ONE", (int) opt->method);
+                 "SEDP_CMAES_ONE_PLUS_ONE or SEDP_CMAES_RANDOM", (int) opt->method);
     return FALSE;
   }
   if (opt->n < 1 || opt->n > SEDP_CMAES_MAX_DIM) {
@@ -85,12 +86,13 @@ check_step (const SedpCmaesOptions *opt, GError **error)
                  "of each coordinate's range (e.g. 0.3)", opt->sigma0);
     return FALSE;
   }
-  gboolean one = opt->method == SEDP_CMAES_ONE_PLUS_ONE;
+  gboolean one = opt->method != SEDP_CMAES_POPULATION;
   guint most = one ? 1 : SEDP_CMAES_MAX_LAMBDA;
   if ((one && opt->lambda > 1) || (!one && opt->lambda == 1) || opt->lambda > most) {
     g_set_error (error, SEDP_CMAES_ERROR, SEDP_CMAES_ERROR_LAMBDA,
                  "cannot create the optimiser: lambda = %u; the %s method takes 0 (the default) "
-                 "or %s", opt->lambda, one ? "(1+1)" : "population",
+                 "or %s", opt->lambda,
+                 opt->method == SEDP_CMAES_RANDOM ? "random" : one ? "(1+1)" : "population",
                  one ? "1" : "2 to " G_STRINGIFY (SEDP_CMAES_MAX_LAMBDA));
     return FALSE;
   }

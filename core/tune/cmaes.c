@@ -62,7 +62,8 @@ sedp_cmaes_new (const SedpCmaesOptions *opt, GError **error)
     sedp_cmaes_population_init (es, lambda);
     init_slots (es, lambda);
   } else {
-    sedp_cmaes_one_init (es);
+    if (es->method == SEDP_CMAES_ONE_PLUS_ONE)
+      sedp_cmaes_one_init (es);
     init_slots (es, 1);
   }
   return es;
@@ -140,8 +141,11 @@ sedp_cmaes_ask (SedpCmaes *es, double *x)
   SedpCmaesCandidate *c = &es->slots[es->n_asked++];
   if (es->method == SEDP_CMAES_POPULATION)
     sedp_cmaes_population_sample (es, c->x);
-  else
+  else if (es->method == SEDP_CMAES_ONE_PLUS_ONE)
     sedp_cmaes_one_sample (es, c->x);
+  else
+    for (guint i = 0; i < es->n; i++)
+      c->x[i] = g_rand_double_range (es->rand, es->lo[i], es->hi[i]);
   to_real (es, c->x, c->real);
   c->asked = TRUE;
   memcpy (x, c->real, es->n * sizeof (double));
@@ -219,7 +223,7 @@ sedp_cmaes_tell (SedpCmaes *es, const double *x, double f, const double *violati
   record_best (es, c);
   if (es->method == SEDP_CMAES_ONE_PLUS_ONE)
     sedp_cmaes_one_update (es, c, violations);
-  else if (es->n_told == es->n_slots)
+  else if (es->method == SEDP_CMAES_POPULATION && es->n_told == es->n_slots)
     sedp_cmaes_population_update (es);
   if (es->n_told == es->n_slots)
     next_generation (es);

@@ -47,10 +47,15 @@ typedef enum {
  *   success (and actively on bad failures), the step size by the success rule (target 2/11),
  *   and for every constraint a fading record v_j of the steps that violated it, along which the
  *   distribution is shrunk whenever a candidate violates that constraint.
+ * @SEDP_CMAES_RANDOM: random search, the baseline the others are measured against: every
+ *   candidate drawn uniformly from the box, independently of what was told (integer coordinates
+ *   rounded, so their two ends are drawn half as often as the values between); the best
+ *   feasible point told is kept as by the others. @x0 and @sigma0 are checked but not used.
  */
 typedef enum {
   SEDP_CMAES_POPULATION,
   SEDP_CMAES_ONE_PLUS_ONE,
+  SEDP_CMAES_RANDOM,
 } SedpCmaesMethod;
 
 /**
@@ -65,7 +70,7 @@ typedef enum {
  *   coordinate starts at the centre of its range
  * @sigma0: the initial step size as a fraction of each coordinate's range, in (0, 1]
  * @lambda: %SEDP_CMAES_POPULATION: the population size, 2 to %SEDP_CMAES_MAX_LAMBDA, or 0 for
- *   the default 4 + ⌊3 ln n⌋; %SEDP_CMAES_ONE_PLUS_ONE: 0 or 1
+ *   the default 4 + ⌊3 ln n⌋; %SEDP_CMAES_ONE_PLUS_ONE and %SEDP_CMAES_RANDOM: 0 or 1
  * @n_constraints: m, the length of the violations array given to sedp_cmaes_tell(), 0 to
  *   %SEDP_CMAES_MAX_CONSTRAINTS
  * @seed: the seed of the optimiser's random numbers
