@@ -97,6 +97,9 @@ SEDP_API gboolean sedp_tune_measure_check (const SedpTuneMeasure *measure, GErro
  * @threads: the pipeline's worker threads (staged: the sum of the stages' parallelism; sync
  *   mode: its pool)
  * @first_error: (nullable): the first failed request's description, when @errors > 0
+ * @capacity_rps: sedp_tune_find_capacity() only (0 otherwise): the highest rate probed whose
+ *   p99 kept the SLO with under 1 % errors, 0 when none did; the latency and count fields are
+ *   then that probe's, and the CPU fields NaN (a search's probes are not measured for CPU)
  *
  * What one evaluation measured. Owns its strings: clear with sedp_tune_result_clear().
  */
@@ -117,6 +120,7 @@ typedef struct {
   double wall_s;
   guint threads;
   char *first_error;
+  double capacity_rps;
 } SedpTuneResult;
 
 /* Frees @result's strings and zeroes it; clearing twice is harmless. */
@@ -154,6 +158,28 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SedpTuneResult, sedp_tune_result_clear)
  */
 SEDP_API gboolean sedp_tune_evaluate (const SedpTuneMeasure *measure, const char *text,
                                       const char *path, SedpTuneResult *result, GError **error);
+
+/**
+ * sedp_tune_find_capacity:
+ * @measure: how to measure: @measure->rate is where the search starts, @measure->duration_s
+ *   each probe's length, @measure->warmup_s a warm-up at @measure->rate first
+ * @slo_p99_ms: the p99 latency, in ms, a rate must keep (more than 0)
+ * @result: (out caller-allocates): @result->capacity_rps and the passing probe's latencies and
+ *   counts; overwritten (not cleared) first
+ *
+ * The candidate's capacity: built and started as sedp_tune_evaluate() builds it, then the
+ * capacity search of sedp_loadgen_find_capacity() (doubling or halving from @measure->rate,
+ * then bisecting to 5 %, at most 12 probes) in an open loop on the calling thread. A candidate
+ * that does not build is infeasible, as in sedp_tune_evaluate(); one that passes at no rate is
+ * feasible with @result->capacity_rps 0 and the reason in @result->first_error. Blocks for
+ * about the warm-up plus 6 to 12 probes. Same thread-safety and errors as sedp_tune_evaluate().
+ *
+ * Returns: %TRUE when measured or found infeasible; %FALSE with @error otherwise (@result
+ * cleared).
+ */
+SEDP_API gboolean sedp_tune_find_capacity (const SedpTuneMeasure *measure, const char *text,
+                                           const char *path, double slo_p99_ms,
+                                           SedpTuneResult *result, GError **error);
 
 /**
  * SedpTuneRepeated:

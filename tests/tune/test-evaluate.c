@@ -4,7 +4,8 @@
  * request; a candidate that does not parse, names a missing plugin, fails to be created or has
  * a source that cannot decode requests is infeasible with a reason naming it; repeats share one
  * arrival schedule and are summarized by their median and worst; bad settings are refused; and
- * the workload check names the first request the unmodified pipeline does not answer OK. */
+ * the workload check names the first request the unmodified pipeline does not answer OK; a
+ * lighter candidate has the higher capacity. */
 #include "test-common.h"
 #include "tune/evaluate.h"
 
@@ -174,6 +175,38 @@ assert_infeasible (const char *text, const char *needle)
   CU_ASSERT_EQUAL (r.answered, 0);
 }
 
+/* The capacity at a p99 of 50 ms from 100/s, probes of 0.3 s: the light candidate (a quarter
+ * of the heavy one's work per item) serves more than 1.5 times the heavy one's rate, both
+ * within what their work allows on this machine's cores; a candidate that does not build is
+ * infeasible; an SLO of 0 is refused. */
+static void
+test_capacity (void)
+{
+  SedpTuneMeasure m = measure_at (100, 0.2, 0.3);
+  double rps[2];
+  const char *texts[2] = {light, heavy};
+  for (guint i = 0; i < 2; i++) {
+    g_auto (SedpTuneResult) r = {0};
+    g_autoptr (GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL (sedp_tune_find_capacity (&m, texts[i], "c.pipeline", 50, &r, &error));
+    CU_ASSERT_TRUE_FATAL (r.feasible);
+    CU_ASSERT (r.p99_ms > 0 && r.p99_ms <= 50 && r.answered > 0 && isnan (r.cpu_s_per_request));
+    rps[i] = r.capacity_rps;
+    fprintf (stderr, "\n    capacity %.0f/s (p99 %.1f ms, wall %.1f s) ", rps[i], r.p99_ms, r.wall_s);
+  }
+  /* 8 items of spin_us each per request, on at most the machine's cores */
+  double cores = g_get_num_processors (), spin_s = (under_valgrind () ? 4 : 1) * 400e-6;
+  CU_ASSERT (rps[1] > 0 && rps[1] <= 1.1 * cores / (8 * spin_s));
+  CU_ASSERT (rps[0] > 1.5 * rps[1]);
+  g_auto (SedpTuneResult) bad = {0};
+  CU_ASSERT_TRUE (sedp_tune_find_capacity (&m, "[pipeline\n", "b.pipeline", 50, &bad, NULL));
+  CU_ASSERT_FALSE (bad.feasible);
+  CU_ASSERT_PTR_NOT_NULL (bad.reason);
+  g_autoptr (GError) error = NULL;
+  CU_ASSERT_FALSE (sedp_tune_find_capacity (&m, light, "c.pipeline", 0, &bad, &error));
+  CU_ASSERT (g_error_matches (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS));
+}
+
 static void
 test_infeasible (void)
 {
@@ -274,6 +307,7 @@ main (void)
   CU_add_test (s, "infeasible candidates carry their reason", test_infeasible);
   CU_add_test (s, "repeats stop at an infeasible candidate", test_repeat_infeasible);
   CU_add_test (s, "bad settings are refused", test_bad_settings);
+  CU_add_test (s, "a lighter candidate has the higher capacity", test_capacity);
   CU_add_test (s, "the workload check names a failing request", test_check_workload);
   CU_add_test (s, "the workload check refuses a broken baseline", test_check_baseline);
   return sedp_test_run ();
