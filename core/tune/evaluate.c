@@ -331,33 +331,71 @@ summarize (SedpTuneRepeated *out)
   out->median_cpu_s_per_request = n % 2 ? cpu[n / 2] : (cpu[n / 2 - 1] + cpu[n / 2]) / 2;
 }
 
+/* Checks @repeats; FALSE with @error naming @path when out of range. */
+static gboolean
+check_repeats (guint repeats, const char *path, GError **error)
+{
+  if (repeats >= 1 && repeats <= MAX_REPEATS)
+    return TRUE;
+  g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
+               "cannot measure candidate %s: repeats %u: must be from 1 to %d", path, repeats,
+               MAX_REPEATS);
+  return FALSE;
+}
+
+/* One more repeat of @text into @out (room for it allocated), unless @out is already
+ * infeasible; FALSE with @error when the evaluation fails. */
+static gboolean
+repeat_once (const SedpTuneMeasure *m, const char *text, const char *path,
+             SedpTuneRepeated *out, GError **error)
+{
+  if (!out->feasible)
+    return TRUE;
+  SedpTuneResult *r = &out->results[out->n_repeats];
+  if (!sedp_tune_evaluate (m, text, path, r, error))
+    return FALSE;
+  out->n_repeats++;
+  out->feasible = r->feasible;
+  if (!out->feasible)
+    out->reason = g_strdup (r->reason);
+  return TRUE;
+}
+
+gboolean
+sedp_tune_evaluate_rounds (const SedpTuneMeasure *m, const char *const *texts, guint n,
+                           const char *path, guint repeats, SedpTuneRepeated *outs,
+                           GError **error)
+{
+  g_return_val_if_fail (m != NULL && texts != NULL && path != NULL && outs != NULL, FALSE);
+  memset (outs, 0, n * sizeof *outs);
+  if (!check_repeats (repeats, path, error))
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    outs[i].results = g_new0 (SedpTuneResult, repeats);
+    outs[i].feasible = TRUE;
+  }
+  for (guint round = 0; round < repeats; round++)
+    for (guint k = 0; k < n; k++) {
+      guint i = (k + round) % n; /* each round starts one further along */
+      if (!repeat_once (m, texts[i], path, &outs[i], error)) {
+        for (guint j = 0; j < n; j++)
+          sedp_tune_repeated_clear (&outs[j]);
+        return FALSE;
+      }
+    }
+  for (guint i = 0; i < n; i++)
+    if (outs[i].feasible)
+      summarize (&outs[i]);
+  return TRUE;
+}
+
 gboolean
 sedp_tune_evaluate_repeat (const SedpTuneMeasure *m, const char *text, const char *path,
                            guint repeats, SedpTuneRepeated *out, GError **error)
 {
   g_return_val_if_fail (m != NULL && text != NULL && path != NULL && out != NULL, FALSE);
-  memset (out, 0, sizeof *out);
-  if (repeats < 1 || repeats > MAX_REPEATS) {
-    g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
-                 "cannot measure candidate %s: repeats %u: must be from 1 to %d", path, repeats,
-                 MAX_REPEATS);
-    return FALSE;
-  }
-  out->results = g_new0 (SedpTuneResult, repeats);
-  out->feasible = TRUE;
-  for (guint i = 0; i < repeats && out->feasible; i++) {
-    if (!sedp_tune_evaluate (m, text, path, &out->results[i], error)) {
-      sedp_tune_repeated_clear (out);
-      return FALSE;
-    }
-    out->n_repeats++;
-    out->feasible = out->results[i].feasible;
-  }
-  if (out->feasible)
-    summarize (out);
-  else
-    out->reason = g_strdup (out->results[out->n_repeats - 1].reason);
-  return TRUE;
+  const char *texts[] = {text};
+  return sedp_tune_evaluate_rounds (m, texts, 1, path, repeats, out, error);
 }
 
 /* ---- the workload check ---- */

@@ -227,6 +227,30 @@ SEDP_API gboolean sedp_tune_evaluate_repeat (const SedpTuneMeasure *measure, con
                                              SedpTuneRepeated *out, GError **error);
 
 /**
+ * sedp_tune_evaluate_rounds:
+ * @texts: (array length=n): the candidates, pipeline text each, all anchored at @path
+ * @n: how many, at least 1
+ * @repeats: rounds, 1 to 100
+ * @outs: (out caller-allocates) (array length=n): each candidate's repeats and summary, as
+ *   sedp_tune_evaluate_repeat() gives them; overwritten (not cleared) first
+ *
+ * The candidates measured in @repeats interleaved rounds: each round measures every candidate
+ * still feasible once, the first round from @texts[0], each next round starting one further
+ * along (0 1 2, 1 2 0, 2 0 1, …), so that a machine that slows or speeds up during the rounds
+ * weighs on all of them alike; one measured after another, the later ones take the drift
+ * (the CTR example's baseline read 6.83 ms of CPU per request at a tune's start and 7.62 ms at
+ * its end). A candidate's first infeasible repeat ends its repeats. Same thread-safety and
+ * errors as sedp_tune_evaluate_repeat().
+ *
+ * Returns: %TRUE when measured or found infeasible; %FALSE with @error otherwise (every @outs
+ * cleared).
+ */
+SEDP_API gboolean sedp_tune_evaluate_rounds (const SedpTuneMeasure *measure,
+                                             const char *const *texts, guint n, const char *path,
+                                             guint repeats, SedpTuneRepeated *outs,
+                                             GError **error);
+
+/**
  * sedp_tune_check_workload:
  * @registry: where the plugins are found (borrowed)
  * @workload: the workload the tune will send (borrowed)

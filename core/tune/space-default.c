@@ -17,6 +17,18 @@ static const struct {
   {"batch_timeout_us", 0, 4000, TRUE},
 };
 
+/* The [pipeline] keys: the rows per frame, and how long an idle worker polls its channel before
+ * it sleeps (its CPU is spent whether work comes or not: on the CTR example, eight workers
+ * polling 50 µs after each frame). */
+static const struct {
+  const char *key;
+  double low, high;
+  gboolean log;
+} pipeline_defaults[] = {
+  {"frame_rows", 16, 256, TRUE},
+  {"idle_spin_us", 0, 1000, TRUE},
+};
+
 /* The cache sizes tuned by default. An option schema says no "this is a cache size"; until it
  * does, this list names them: the memory tier of cube_accessor's cached backend, and
  * query_cache's entries. Each is searched from 1/16 to 16 times its value, on a log scale. */
@@ -110,9 +122,12 @@ sedp_tune_space_default (const SedpPipelineSpec *spec, SedpRegistry *registry, G
   for (guint i = 0; i < spec->stages->len; i++)
     if (!add_stage (space, spec, registry, i, error))
       return NULL;
-  SedpTuneTarget t;
-  sedp_tune_target_pipeline (spec, "frame_rows", &t);
-  if (!add_default (space, spec, &t, 16, 256, TRUE, error))
-    return NULL;
+  for (guint k = 0; k < G_N_ELEMENTS (pipeline_defaults); k++) {
+    SedpTuneTarget t;
+    sedp_tune_target_pipeline (spec, pipeline_defaults[k].key, &t);
+    if (!add_default (space, spec, &t, pipeline_defaults[k].low, pipeline_defaults[k].high,
+                      pipeline_defaults[k].log, error))
+      return NULL;
+  }
   return g_steal_pointer (&space);
 }

@@ -240,10 +240,12 @@ test_default_space (void)
   }
   assert_param (param_named (space, "pipeline.frame_rows"), "pipeline", "frame_rows",
                 SEDP_TUNE_INT, 16, 256, TRUE, 32, TRUE, 0);
+  assert_param (param_named (space, "pipeline.idle_spin_us"), "pipeline", "idle_spin_us",
+                SEDP_TUNE_INT, 0, 1000, TRUE, 50, TRUE, 0);
   /* The cached backend's memory tier, 1/16 to 16 times its value. */
   assert_param (param_named (space, "stage.lookup.memory_entries"), "stage lookup",
                 "memory_entries", SEDP_TUNE_INT, 62, 16000, TRUE, 1000, FALSE, 0);
-  CU_ASSERT_EQUAL (sedp_tune_space_n_params (space), with_parallelism + 4 * 2 + 2);
+  CU_ASSERT_EQUAL (sedp_tune_space_n_params (space), with_parallelism + 4 * 2 + 3);
 }
 
 /* ---- the optimiser's box and the candidates ---------------------------------------------- */
@@ -507,6 +509,10 @@ test_error_empty_range (void)
   ASSERT_SPACE_ERROR ("stage.work.batch = int 64..1", SEDP_TUNE_SPACE_ERROR_RANGE, "64..1",
                       "1..64");
   ASSERT_SPACE_ERROR ("stage.work.spin_us = real 4..4", SEDP_TUNE_SPACE_ERROR_RANGE, "4..4");
+  /* low < high, but log(low) = log(high): an empty box for the optimiser (fuzz target
+   * tune-space, corpus/tune-space/crash-real-log-empty-box) */
+  ASSERT_SPACE_ERROR ("stage.work.spin_us = real 1000000..1000000.0000000002 log",
+                      SEDP_TUNE_SPACE_ERROR_RANGE, "1000000..1000000.0000000002", "log scale");
 }
 
 static void
@@ -566,6 +572,10 @@ test_error_syntax (void)
   ASSERT_SPACE_ERROR ("stage.work.batch = int", SEDP_TUNE_SPACE_ERROR_SYNTAX, "'int'");
   ASSERT_SPACE_ERROR ("stage.model.drop_inputs = bool 0..1", SEDP_TUNE_SPACE_ERROR_SYNTAX,
                       "'bool 0..1'");
+  /* subnormal: the option parser refuses it, so candidates near it would be refused (fuzz
+   * target tune-space, corpus/tune-space/crash-real-subnormal-bound) */
+  ASSERT_SPACE_ERROR ("stage.work.spin_us = real 0..1e-320", SEDP_TUNE_SPACE_ERROR_SYNTAX,
+                      "'1e-320'");
   g_unsetenv ("SEDP_TEST_SURELY_UNSET");
   ASSERT_SPACE_ERROR ("stage.work.batch = int 1..${SEDP_TEST_SURELY_UNSET}",
                       SEDP_TUNE_SPACE_ERROR_SYNTAX, "SEDP_TEST_SURELY_UNSET");
