@@ -3,6 +3,7 @@
  * for: the key's type, the runtime's or the plugin's limits, the option's words. */
 #include "space-decl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -31,8 +32,11 @@ parse_number (const SedpTuneEntry *e, const char *text, SedpTuneType type, doubl
     return TRUE;
   }
   if (type == SEDP_TUNE_REAL && *text) {
+    /* as the option parser reads a double (core/dsl/options.c): out of range (ERANGE: too
+     * large, or subnormal) is refused there, so a bound here would write refused candidates */
+    errno = 0;
     *out = g_ascii_strtod (text, &end);
-    if (*end == '\0' && isfinite (*out))
+    if (*end == '\0' && errno != ERANGE && isfinite (*out))
       return TRUE;
   }
   sedp_tune_entry_error (e, error, SEDP_TUNE_SPACE_ERROR_SYNTAX,
@@ -72,14 +76,23 @@ parse_range (const SedpTuneEntry *e, const char *text, SedpTuneDecl *d, GError *
 static gboolean
 check_log (const SedpTuneEntry *e, SedpTuneDecl *d, GError **error)
 {
-  gboolean bad = d->type == SEDP_TUNE_INT ? d->low < 0 : d->low <= 0;
-  if (bad)
+  gboolean is_int = d->type == SEDP_TUNE_INT;
+  if (is_int ? d->low < 0 : d->low <= 0) {
     sedp_tune_entry_error (e, error, SEDP_TUNE_SPACE_ERROR_LOG,
                            "log needs low %s, got %s..%s: raise low or drop log",
-                           d->type == SEDP_TUNE_INT ? "≥ 0 for an int (it spaces log(1 + value))"
-                                                    : "> 0 for a real",
+                           is_int ? "≥ 0 for an int (it spaces log(1 + value))" : "> 0 for a real",
                            d->low_text, d->high_text);
-  return !bad;
+    return FALSE;
+  }
+  /* The optimiser's coordinates (space.c, to_coordinate): a range too narrow for its logarithms
+   * to differ in double precision would be an empty box. */
+  if ((is_int ? log1p (d->low) : log (d->low)) < (is_int ? log1p (d->high) : log (d->high)))
+    return TRUE;
+  sedp_tune_entry_error (e, error, SEDP_TUNE_SPACE_ERROR_RANGE,
+                         "the range %s..%s is empty on the log scale (the logarithms of its ends "
+                         "are the same number): widen it or drop log",
+                         d->low_text, d->high_text);
+  return FALSE;
 }
 
 /* A|B|...: two words or more, each once, none empty. */

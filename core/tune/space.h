@@ -29,7 +29,8 @@ typedef enum {
                                         * deadline_ms, a string option, ...) */
   SEDP_TUNE_SPACE_ERROR_SYNTAX,        /* a value that is not TYPE [RANGE] [log] */
   SEDP_TUNE_SPACE_ERROR_TYPE,          /* an unknown type, or one the key does not have */
-  SEDP_TUNE_SPACE_ERROR_RANGE,         /* an empty range: low ≥ high */
+  SEDP_TUNE_SPACE_ERROR_RANGE,         /* an empty range: low ≥ high (with log, or equal
+                                        * logarithms of low and high) */
   SEDP_TUNE_SPACE_ERROR_LIMIT,         /* a range beyond the runtime's or the plugin's limits */
   SEDP_TUNE_SPACE_ERROR_LOG,           /* log with low ≤ 0 (real) or low < 0 (int) */
   SEDP_TUNE_SPACE_ERROR_ENUM,          /* an enum list of fewer than two words, a word twice,
