@@ -1,11 +1,14 @@
 /* sedp tune — offline auto-tuning of a pipeline by CMA-ES (docs/tuning.md, "The command"): the
- * options, their checks, and the flow: load the pipeline, its search space and the workload;
- * check the workload; search; choose; write the tuned pipeline, the table and the report. */
+ * options, their checks, the signals, and the flow: load the pipeline, its search space and the
+ * workload; prepare the journal; check the workload; search; choose; write the tuned pipeline,
+ * the table, the report and the plot (on a signal: the report and the plot, and how to resume). */
 #include "cmd-tune.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Prints "sedp tune: MESSAGE" (formatted) and returns FALSE. */
 G_GNUC_PRINTF (1, 2) static gboolean
@@ -25,6 +28,10 @@ tune_clear (Tune *t)
   TuneOptions *o = &t->o;
   g_free (o->requests_path), g_free (o->format), g_free (o->output);
   g_free (o->space_path), g_free (o->method_name), g_free (o->report);
+  g_free (o->journal), g_free (o->plot);
+  tune_journal_close (t);
+  g_clear_pointer (&t->recorded, g_ptr_array_unref);
+  g_free (t->journal_path), g_free (t->command);
   tune_eval_clear (&t->baseline);
   g_clear_pointer (&t->evals, g_ptr_array_unref);
   g_clear_pointer (&t->finalists, g_ptr_array_unref);
@@ -58,7 +65,10 @@ parse_options (TuneOptions *o, int *argc, char ***argv)
     {"measure-s", 0, 0, G_OPTION_ARG_DOUBLE, &o->measure_s, "Seconds each candidate is measured (default 5)", "S"},
     {"method", 0, 0, G_OPTION_ARG_STRING, &o->method_name, "population (default) or one-plus-one", "METHOD"},
     {"report", 0, 0, G_OPTION_ARG_FILENAME, &o->report, "Write every evaluation, the baseline and the choice as JSON", "FILE.json"},
-    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No progress line per evaluation on stderr", NULL},
+    {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot, "Write an SVG plot of the CPU per request of every evaluation", "FILE.svg"},
+    {"journal", 0, 0, G_OPTION_ARG_FILENAME, &o->journal, "The journal of the evaluations, appended as each finishes (default: the -o FILE + .journal)", "FILE"},
+    {"resume", 0, 0, G_OPTION_ARG_NONE, &o->resume, "Continue the tune recorded in the journal: its evaluations are replayed, not measured again", NULL},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No progress on stderr", NULL},
     {NULL},
   };
   return sedp_cli_parse (
@@ -128,6 +138,80 @@ check_words (TuneOptions *o, int argc)
   return TRUE;
 }
 
+const char *
+tune_method_name (SedpCmaesMethod method)
+{
+  switch (method) {
+  case SEDP_CMAES_ONE_PLUS_ONE:
+    return "one-plus-one";
+  case SEDP_CMAES_RANDOM:
+    return "random";
+  default:
+    return "population";
+  }
+}
+
+/* Whether @arg needs quoting in a POSIX shell. */
+static gboolean
+needs_quotes (const char *arg)
+{
+  if (*arg == '\0')
+    return TRUE;
+  for (const char *c = arg; *c; c++)
+    if (!g_ascii_isalnum (*c) && strchr ("_-./:=,+@%", *c) == NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* "sedp tune ARG…" as given (@argv[0] is "tune"), each argument quoted where a shell needs it,
+ * for the --resume hint. Free it. */
+static char *
+command_line (int argc, char **argv)
+{
+  GString *s = g_string_new ("sedp");
+  for (int i = 0; i < argc; i++) {
+    g_autofree char *q = needs_quotes (argv[i]) ? g_shell_quote (argv[i]) : g_strdup (argv[i]);
+    g_string_append_printf (s, " %s", q);
+  }
+  return g_string_free (s, FALSE);
+}
+
+/* ---- signals ---- */
+
+/* Notes the first signal (a later one of the other kind does not overwrite it). */
+static void
+on_signal (int sig)
+{
+  if (sedp_cli_interrupted == 0)
+    sedp_cli_interrupted = sig;
+}
+
+/* @on: the first SIGINT and the first SIGTERM only set sedp_cli_interrupted (reset here), which
+ * the tune checks between evaluations; SA_RESETHAND gives the next one its default action, so a
+ * second Ctrl-C ends the process at once (the journal keeps what was appended). SA_RESTART: the
+ * evaluation in progress goes on undisturbed. !@on: the default actions back. */
+static void
+catch_signals (gboolean on)
+{
+  struct sigaction sa;
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on ? on_signal : SIG_DFL;
+  sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+  sigemptyset (&sa.sa_mask);
+  if (on)
+    sedp_cli_interrupted = 0;
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+}
+
+gboolean
+tune_stopped (Tune *t)
+{
+  if (t->signal == 0)
+    t->signal = sedp_cli_interrupted;
+  return t->signal != 0;
+}
+
 /* ---- the flow ---- */
 
 /* The pipeline's spec and text, the registry and the search space. */
@@ -165,41 +249,94 @@ load_workload (Tune *t, GError **error)
   return sedp_tune_check_workload (t->registry, t->workload, t->text, t->path, error);
 }
 
-/* Everything after the options; FALSE with @error for what stops the tune. */
+/* What --report and --plot ask for: written at the end, and on a signal. */
+static gboolean
+write_records (const Tune *t, GError **error)
+{
+  if (t->o.report && !tune_write_report (t, error))
+    return FALSE;
+  return t->o.plot == NULL || tune_write_plot (t, error);
+}
+
+/* Everything after the options; FALSE with @error for what stops the tune. Signals are caught
+ * from the journal's opening on (before it, one ends the process: nothing is recorded yet). */
 static gboolean
 run_tune (Tune *t, GError **error)
 {
-  if (!load_pipeline (t, error) || !load_workload (t, error))
+  if (!load_pipeline (t, error) || !tune_journal_prepare (t, error) || !load_workload (t, error))
     return FALSE;
-  if (!tune_search (t, error) || !tune_choose (t, error))
+  catch_signals (TRUE);
+  if (!tune_journal_open (t, error) || !tune_search (t, error) || !tune_choose (t, error))
     return FALSE;
-  if (!tune_write_pipeline (t, error))
+  tune_journal_close (t);
+  if (t->signal == 0 && !tune_write_pipeline (t, error))
     return FALSE;
-  tune_print_table (t);
-  return t->o.report == NULL || tune_write_report (t, error);
+  if (t->signal == 0)
+    tune_print_table (t);
+  return write_records (t, error);
+}
+
+/* The last line of a tune that ran its course, naming what it wrote and its journal. */
+static void
+say_done (const Tune *t)
+{
+  if (t->o.quiet)
+    return;
+  fprintf (stderr, "sedp tune: wrote %s%s%s%s%s; the journal %s keeps the baseline and %u "
+           "candidate%s (--resume with a larger budget goes on from them; delete it before a new "
+           "tune with this -o)\n", t->o.output, t->o.report ? ", " : "",
+           t->o.report ? t->o.report : "", t->o.plot ? ", " : "", t->o.plot ? t->o.plot : "",
+           t->journal_path, t->evals->len, t->evals->len == 1 ? "" : "s");
+}
+
+/* What a signal left: what was kept and written, what was not, and how to go on. Returns the
+ * exit status, 128 + the signal (130 for SIGINT). */
+static int
+say_interrupted (const Tune *t)
+{
+  guint n = t->evals ? t->evals->len : 0;
+  g_autofree char *done = t->baseline.text ? g_strdup_printf ("the baseline and %u candidate%s", n,
+                                                             n == 1 ? "" : "s")
+                                           : g_strdup ("no evaluation");
+  fprintf (stderr, "sedp tune: stopped by signal %d (%s) after %s; the final re-measure was "
+           "skipped and nothing was written to %s%s%s. The journal %s keeps every finished "
+           "evaluation; to go on from them:\n  %s%s\n", t->signal, g_strsignal (t->signal),
+           done, t->o.output, t->o.report ? " (the report is written, marked interrupted)" : "",
+           t->o.plot ? " (the plot is written)" : "", t->journal_path, t->command,
+           t->o.resume ? "" : " --resume");
+  return 128 + t->signal;
 }
 
 /**
  * sedp_cmd_tune:
  * `sedp tune PIPELINE --rate R --slo-p99-ms S (--budget-evals N | --budget-s T) -o FILE`.
  * Returns 0 when the tuned pipeline was written (also when no candidate beat the baseline), 2
- * for bad options, 1 when the tune stopped (its error on stderr). Runs pipelines in process:
- * nothing else may run in the process meanwhile.
+ * for bad options, 1 when the tune stopped (its error on stderr), 128 + the signal when SIGINT
+ * or SIGTERM stopped it (its journal kept, to --resume). Runs pipelines in process: nothing
+ * else may run in the process meanwhile; installs its own SIGINT and SIGTERM handlers.
  */
 int
 sedp_cmd_tune (int argc, char **argv)
 {
   g_auto (Tune) t = {.o = {.rate = NAN, .slo_p99_ms = NAN, .budget_s = NAN, .budget_evals = -1,
                            .warmup_s = 1, .measure_s = 5, .seed = 1},
-                     .chosen = -1};
+                     .chosen = -1, .journal_fd = -1};
+  t.command = command_line (argc, argv);
   if (!parse_options (&t.o, &argc, &argv) || !check_words (&t.o, argc) ||
       !check_measure (&t.o) || !check_budget (&t.o))
     return 2;
   t.path = argv[1];
+  t.bar = !t.o.quiet && isatty (STDERR_FILENO);
   g_autoptr (GError) error = NULL;
-  if (!run_tune (&t, &error)) {
+  gboolean ok = run_tune (&t, &error);
+  catch_signals (FALSE);
+  if (!ok) {
+    tune_progress_end (&t);
     tune_error ("%s", error->message);
     return 1;
   }
+  if (t.signal)
+    return say_interrupted (&t);
+  say_done (&t);
   return 0;
 }

@@ -1,11 +1,15 @@
-/* sedp tune — shared by its files (cmd-tune.c: options and flow; tune-search.c: the search and
- * the final choice; tune-output.c: the tuned file, the table and the JSON report). Private to
- * the host binary. See docs/tuning.md, "The command". */
+/* sedp tune — shared by its files (cmd-tune.c: options, flow and signals; tune-search.c: the
+ * search and the final choice; tune-journal.c: the journal's format and its writing;
+ * tune-resume.c: --resume, the journal read back and replayed; tune-progress.c: the progress on
+ * stderr; tune-output.c: the tuned file, the table and the JSON report; tune-plot.c: the SVG
+ * plot). Private to the host binary. See docs/tuning.md, "The command". */
 #pragma once
 
 #include "cli.h"
 #include "../tune/evaluate.h"
 #include "../tune/space.h"
+
+#include <json-glib/json-glib.h>
 
 /* The constraints told to the optimiser, in this order. */
 enum {
@@ -23,10 +27,11 @@ enum {
 /* The options; a numeric option left at its sentinel (-1, NAN) was not given. */
 typedef struct {
   char *requests_path, *format, *output, *space_path, *method_name, *report;
+  char *journal, *plot;
   double rate, slo_p99_ms, budget_s, warmup_s, measure_s;
   gint budget_evals;
   gint64 seed;
-  gboolean quiet;
+  gboolean quiet, resume;
   SedpWorkloadEncoding encoding;
   SedpCmaesMethod method;
 } TuneOptions;
@@ -39,6 +44,7 @@ typedef struct {
   char **values;   /* each parameter's value as written (NULL-terminated) */
   char *text;      /* the candidate pipeline's text */
   SedpTuneResult r;
+  double objective; /* what the optimiser was told (NaN: none); the baseline's is not told */
   double violations[TUNE_N_CONSTRAINTS];
   gboolean feasible; /* built, and every constraint held */
   char *reason;      /* why not feasible; NULL when feasible */
@@ -61,21 +67,107 @@ typedef struct {
   SedpTuneRepeated fin_rep[TUNE_FINALISTS];
   int chosen;                  /* index into finalists, -1: the baseline is kept */
   gint64 started_us;
+  char *command;               /* the command line as given, for the --resume hint */
+  char *journal_path;          /* --journal, else -o + ".journal" */
+  int journal_fd;              /* open for appending during the search, else -1 */
+  gsize journal_kept;          /* --resume: the journal's bytes kept (a cut last line dropped) */
+  gboolean journal_newline;    /* --resume: the kept bytes lack their last newline */
+  GPtrArray *recorded;         /* --resume: TuneEval *, the journal's, until replayed */
+  guint replayed;              /* of evals, how many came from the journal */
+  double replayed_wall_s;      /* their wall time, counted by --budget-s */
+  int signal;                  /* the signal that stopped the tune; 0 when none did */
+  gboolean bar;                /* stderr is a terminal: one progress line, redrawn */
+  gboolean bar_drawn;          /* the progress line is on screen, unfinished */
 } Tune;
+
+/* Errors of the journal and --resume (tune-journal.c). */
+#define TUNE_JOURNAL_ERROR (tune_journal_error_quark ())
+GQuark tune_journal_error_quark (void);
+typedef enum {
+  TUNE_JOURNAL_ERROR_EXISTS,   /* a journal exists and --resume was not given */
+  TUNE_JOURNAL_ERROR_MISSING,  /* --resume without a journal */
+  TUNE_JOURNAL_ERROR_MISMATCH, /* the journal's header differs from this tune's settings */
+  TUNE_JOURNAL_ERROR_DAMAGED,  /* a line that is not an evaluation of this format */
+  TUNE_JOURNAL_ERROR_REPLAY,   /* the optimiser asks another point than the journal records */
+  TUNE_JOURNAL_ERROR_IO,       /* the journal cannot be read or written */
+} TuneJournalError;
+
+/* cmd-tune.c. Whether a signal asked the tune to stop (sets @t->signal the first time it is
+ * seen): checked between evaluations. */
+gboolean tune_stopped (Tune *t);
+/* The name of @method, as --method takes it. */
+const char *tune_method_name (SedpCmaesMethod method);
 
 /* tune-search.c. Frees what @e owns (not @e). */
 void tune_eval_clear (TuneEval *e);
-/* Measures the baseline and then candidates until the budget is spent; prints progress unless
- * --quiet. FALSE with @error for what stops the tune (sedp_tune_evaluate()'s errors). */
+/* Frees @e and what it owns (a GDestroyNotify; NULL is ignored). */
+void tune_eval_free (gpointer e);
+/* Sets @e's values and text (owned by @e) from its index and x: the pipeline as given for the
+ * baseline (index 0), else @e->x applied to it; @workers_over (optional): the worker threads
+ * beyond max_workers. */
+void tune_eval_derive (const Tune *t, TuneEval *e, double *workers_over);
+/* Replays the journal's evaluations (--resume), then measures the baseline (unless replayed)
+ * and candidates until the budget is spent or a signal stops it (@t->signal), each appended to
+ * the journal as it finishes; prints progress unless --quiet. FALSE with @error for what stops
+ * the tune (sedp_tune_evaluate()'s errors, the journal's). */
 gboolean tune_search (Tune *t, GError **error);
-/* Re-measures the baseline and the best feasible candidates, and sets @t->chosen. */
+/* Re-measures the baseline and the best feasible candidates, and sets @t->chosen; a signal
+ * stops it between two of them (@t->signal set, TRUE). */
 gboolean tune_choose (Tune *t, GError **error);
 
 /* tune-output.c. Writes the tuned pipeline to -o; FALSE with @error when it cannot. */
 gboolean tune_write_pipeline (const Tune *t, GError **error);
 /* Prints the baseline against the tuned point on stdout. */
 void tune_print_table (const Tune *t);
-/* Writes the JSON report to --report; FALSE with @error when it cannot. */
+/* Writes the JSON report to --report (marked interrupted when @t->signal is set, without a
+ * choice); FALSE with @error when it cannot. */
 gboolean tune_write_report (const Tune *t, GError **error);
 /* A parameter's value in the pipeline as given, as written ("(default)" when unknown). */
 char *tune_start_value (const SedpTuneSpace *space, guint i);
+
+/* tune-journal.c. Sets @t->journal_path; refuses (TUNE_JOURNAL_ERROR_EXISTS) an existing
+ * journal without --resume, and with it reads the journal into @t->recorded (tune-resume.c).
+ * Call once the pipeline and the space are loaded, before anything is measured. */
+gboolean tune_journal_prepare (Tune *t, GError **error);
+/* Opens the journal for appending (@t->journal_fd): a new one with its header line, or with
+ * --resume the one read, its cut last line dropped. FALSE with @error when it cannot. */
+gboolean tune_journal_open (Tune *t, GError **error);
+/* Appends evaluation @e as one line, written whole and fsync'd. FALSE with @error naming the
+ * journal when it cannot. */
+gboolean tune_journal_append (Tune *t, const TuneEval *e, GError **error);
+/* Closes the journal (when open); the file is kept. */
+void tune_journal_close (Tune *t);
+/* This tune's header: its format's version and the settings a resumed tune must share
+ * (transfer full). */
+JsonNode *tune_journal_header (const Tune *t);
+/* Evaluation @e as a journal line's object (transfer full). */
+JsonNode *tune_journal_eval (const Tune *t, const TuneEval *e);
+/* A journal line's object @o, line @line, read back: index, x, objective, violations,
+ * feasible, reason and result (not values or text); NULL with @error (TUNE_JOURNAL_ERROR_DAMAGED
+ * naming the line and the member) when a member is missing or not of its kind. */
+TuneEval *tune_journal_parse_eval (const Tune *t, JsonObject *o, guint line, GError **error);
+
+/* tune-resume.c. Reads the journal at @t->journal_path: its header checked against this
+ * tune's (TUNE_JOURNAL_ERROR_MISMATCH naming the field and both values), its lines into
+ * @t->recorded (x, result, objective, violations; not values or text). */
+gboolean tune_resume_read (Tune *t, GError **error);
+/* Moves @t->recorded into the baseline and @t->evals, telling each candidate to @es after
+ * checking that @es asks exactly its point (TUNE_JOURNAL_ERROR_REPLAY otherwise). Nothing is
+ * measured. TRUE at once without --resume. */
+gboolean tune_resume_replay (Tune *t, SedpCmaes *es, GError **error);
+
+/* tune-progress.c, on stderr, nothing with --quiet. The lowest CPU per request among the
+ * feasible candidates so far; +∞ when none. */
+double tune_best_cpu (const Tune *t);
+/* The baseline's line. */
+void tune_progress_baseline (Tune *t);
+/* Evaluation @e: a line each, or on a terminal the progress bar redrawn. */
+void tune_progress_eval (Tune *t, const TuneEval *e);
+/* What --resume replayed. */
+void tune_progress_resumed (Tune *t);
+/* Ends the progress bar's line, if drawn; call before printing anything else. */
+void tune_progress_end (Tune *t);
+
+/* tune-plot.c. Writes the SVG plot of the evaluations to --plot; FALSE with @error when it
+ * cannot. */
+gboolean tune_write_plot (const Tune *t, GError **error);

@@ -159,8 +159,35 @@ add_settings (JsonBuilder *b, const Tune *t)
   json_builder_set_member_name (b, "seed");
   json_builder_add_int_value (b, t->o.seed);
   json_builder_set_member_name (b, "method");
-  json_builder_add_string_value (b, t->o.method == SEDP_CMAES_POPULATION ? "population"
-                                                                         : "one-plus-one");
+  json_builder_add_string_value (b, tune_method_name (t->o.method));
+}
+
+/* How the tune went: whether a signal stopped it, its journal, what was replayed from it. */
+static void
+add_course (JsonBuilder *b, const Tune *t)
+{
+  json_builder_set_member_name (b, "interrupted");
+  json_builder_add_boolean_value (b, t->signal != 0);
+  json_builder_set_member_name (b, "journal");
+  json_builder_add_string_value (b, t->journal_path);
+  json_builder_set_member_name (b, "replayed");
+  json_builder_add_int_value (b, t->replayed);
+}
+
+/* "baseline" (null when a signal came before it was measured) and "evaluations". */
+static void
+add_evals (JsonBuilder *b, const Tune *t)
+{
+  json_builder_set_member_name (b, "baseline");
+  if (t->baseline.text)
+    add_eval (b, t, &t->baseline);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "evaluations");
+  json_builder_begin_array (b);
+  for (guint i = 0; t->evals && i < t->evals->len; i++)
+    add_eval (b, t, g_ptr_array_index (t->evals, i));
+  json_builder_end_array (b);
 }
 
 gboolean
@@ -169,14 +196,14 @@ tune_write_report (const Tune *t, GError **error)
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
   add_settings (b, t);
-  json_builder_set_member_name (b, "baseline");
-  add_eval (b, t, &t->baseline);
-  json_builder_set_member_name (b, "evaluations");
-  json_builder_begin_array (b);
-  for (guint i = 0; i < t->evals->len; i++)
-    add_eval (b, t, g_ptr_array_index (t->evals, i));
-  json_builder_end_array (b);
-  add_chosen (b, t);
+  add_course (b, t);
+  add_evals (b, t);
+  if (t->signal == 0) {
+    add_chosen (b, t);
+  } else { /* no choice was made */
+    json_builder_set_member_name (b, "chosen");
+    json_builder_add_null_value (b);
+  }
   json_builder_end_object (b);
   g_autoptr (JsonNode) root = json_builder_get_root (b);
   g_autofree char *json = json_to_string (root, TRUE);

@@ -1,5 +1,6 @@
-/* sedp tune — the search (the baseline, then ask, apply, evaluate, tell until the budget is
- * spent) and the final choice among the best feasible candidates, re-measured. */
+/* sedp tune — the search (the journal replayed, the baseline, then ask, apply, evaluate, tell
+ * and journal until the budget is spent or a signal stops it) and the final choice among the
+ * best feasible candidates, re-measured. */
 #include "cmd-tune.h"
 
 #include <math.h>
@@ -15,9 +16,11 @@ tune_eval_clear (TuneEval *e)
   sedp_tune_result_clear (&e->r);
 }
 
-static void
+void
 tune_eval_free (gpointer e)
 {
+  if (e == NULL) /* moved out of its array (tune_resume_replay()) */
+    return;
   tune_eval_clear (e);
   g_free (e);
 }
@@ -45,39 +48,6 @@ judge (const Tune *t, TuneEval *e, double workers_over)
   e->feasible = e->reason == NULL;
 }
 
-/* The lowest CPU per request among the feasible candidates so far; +∞ when none. */
-static double
-best_cpu (const Tune *t)
-{
-  double best = INFINITY;
-  for (guint i = 0; i < t->evals->len; i++) {
-    const TuneEval *e = g_ptr_array_index (t->evals, i);
-    if (e->feasible && e->r.cpu_s_per_request < best)
-      best = e->r.cpu_s_per_request;
-  }
-  return best;
-}
-
-/* "eval 7/40: cpu 1.23 ms/req p99 45 ms feasible; best 1.10 ms/req" on stderr. */
-static void
-print_progress (const Tune *t, const TuneEval *e)
-{
-  if (t->o.quiet)
-    return;
-  double spent_s = (g_get_monotonic_time () - t->started_us) / 1e6;
-  g_autofree char *of = t->o.budget_evals > 0
-                          ? g_strdup_printf ("/%d", t->o.budget_evals)
-                          : g_strdup_printf (" (%.1f of %g s)", spent_s, t->o.budget_s);
-  if (!e->r.feasible) {
-    fprintf (stderr, "sedp tune: eval %u%s: infeasible: %s\n", e->index, of, e->reason);
-    return;
-  }
-  fprintf (stderr, "sedp tune: eval %u%s: cpu %.3g ms/req p99 %.3g ms %s%s%s; best %.3g ms/req\n",
-           e->index, of, 1e3 * e->r.cpu_s_per_request, e->r.p99_ms,
-           e->feasible ? "feasible" : "infeasible", e->feasible ? "" : ": ",
-           e->feasible ? "" : e->reason, 1e3 * best_cpu (t));
-}
-
 /* Whether the budget allows another candidate. */
 static gboolean
 budget_left (const Tune *t)
@@ -87,7 +57,21 @@ budget_left (const Tune *t)
   return (g_get_monotonic_time () - t->started_us) / 1e6 < t->o.budget_s;
 }
 
-/* Asks, applies, evaluates and tells one candidate. */
+void
+tune_eval_derive (const Tune *t, TuneEval *e, double *workers_over)
+{
+  guint n = sedp_tune_space_n_params (t->space);
+  e->values = g_new0 (char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    e->values[i] = e->index == 0 ? tune_start_value (t->space, i)
+                                 : sedp_tune_space_value (t->space, i, e->x[i]);
+  if (e->index == 0)
+    e->text = g_strdup (t->text);
+  else
+    e->text = sedp_tune_space_apply (t->space, e->x, t->text, workers_over);
+}
+
+/* Asks, applies, evaluates, tells and journals one candidate. */
 static gboolean
 one_candidate (Tune *t, SedpCmaes *es, GError **error)
 {
@@ -96,18 +80,15 @@ one_candidate (Tune *t, SedpCmaes *es, GError **error)
   e->index = t->evals->len;
   if (!sedp_cmaes_ask (es, e->x))
     g_assert_not_reached (); /* every candidate is told before the next is asked */
-  guint n = sedp_tune_space_n_params (t->space);
-  e->values = g_new0 (char *, n + 1);
-  for (guint i = 0; i < n; i++)
-    e->values[i] = sedp_tune_space_value (t->space, i, e->x[i]);
   double workers_over = 0;
-  e->text = sedp_tune_space_apply (t->space, e->x, t->text, &workers_over);
+  tune_eval_derive (t, e, &workers_over);
   if (!sedp_tune_evaluate (&t->measure, e->text, t->path, &e->r, error))
     return FALSE;
   judge (t, e, workers_over);
-  sedp_cmaes_tell (es, e->x, e->r.feasible ? e->r.cpu_s_per_request : NAN, e->violations);
-  print_progress (t, e);
-  return TRUE;
+  e->objective = e->r.feasible ? e->r.cpu_s_per_request : NAN;
+  sedp_cmaes_tell (es, e->x, e->objective, e->violations);
+  tune_progress_eval (t, e);
+  return tune_journal_append (t, e, error);
 }
 
 /* The optimiser over @t's space. */
@@ -123,23 +104,31 @@ make_optimiser (const Tune *t, GError **error)
   return sedp_cmaes_new (&opt, error);
 }
 
-/* The unmodified pipeline, measured once. */
+/* The unmodified pipeline, measured once and journaled. */
 static gboolean
 measure_baseline (Tune *t, GError **error)
 {
   TuneEval *b = &t->baseline;
-  guint n = sedp_tune_space_n_params (t->space);
-  b->values = g_new0 (char *, n + 1);
-  for (guint i = 0; i < n; i++)
-    b->values[i] = tune_start_value (t->space, i);
-  b->text = g_strdup (t->text);
+  tune_eval_derive (t, b, NULL);
   if (!sedp_tune_evaluate (&t->measure, b->text, t->path, &b->r, error))
     return FALSE;
   judge (t, b, 0);
-  if (!t->o.quiet)
-    fprintf (stderr, "sedp tune: baseline: cpu %.3g ms/req p99 %.3g ms%s%s\n",
-             1e3 * b->r.cpu_s_per_request, b->r.p99_ms, b->reason ? ": " : "",
-             b->reason ? b->reason : "");
+  b->objective = b->r.feasible ? b->r.cpu_s_per_request : NAN;
+  tune_progress_baseline (t);
+  return tune_journal_append (t, b, error);
+}
+
+/* The baseline unless replayed, then candidates while the budget (counting the replayed ones
+ * and their wall time) allows and no signal came. */
+static gboolean
+search_loop (Tune *t, SedpCmaes *es, GError **error)
+{
+  if (t->baseline.text == NULL && (tune_stopped (t) || !measure_baseline (t, error)))
+    return t->signal != 0;
+  t->started_us = g_get_monotonic_time () - (gint64) (1e6 * t->replayed_wall_s);
+  while (!tune_stopped (t) && budget_left (t))
+    if (!one_candidate (t, es, error))
+      return FALSE;
   return TRUE;
 }
 
@@ -147,14 +136,12 @@ gboolean
 tune_search (Tune *t, GError **error)
 {
   g_autoptr (SedpCmaes) es = make_optimiser (t, error);
-  if (es == NULL || !measure_baseline (t, error))
+  if (es == NULL)
     return FALSE;
   t->evals = g_ptr_array_new_with_free_func (tune_eval_free);
-  t->started_us = g_get_monotonic_time ();
-  while (budget_left (t))
-    if (!one_candidate (t, es, error))
-      return FALSE;
-  return TRUE;
+  gboolean ok = tune_resume_replay (t, es, error) && search_loop (t, es, error);
+  tune_progress_end (t);
+  return ok;
 }
 
 /* ---- the choice ---- */
@@ -211,7 +198,7 @@ gboolean
 tune_choose (Tune *t, GError **error)
 {
   pick_finalists (t);
-  if (t->finalists->len == 0)
+  if (t->finalists->len == 0 || tune_stopped (t))
     return TRUE;
   if (!t->o.quiet)
     fprintf (stderr, "sedp tune: re-measuring the baseline and %u best candidates %u times\n",
@@ -222,6 +209,8 @@ tune_choose (Tune *t, GError **error)
   for (guint i = 0; i < t->finalists->len; i++) {
     const TuneEval *e = g_ptr_array_index (t->finalists, i);
     SedpTuneRepeated *r = &t->fin_rep[i];
+    if (tune_stopped (t))
+      return TRUE;
     if (!sedp_tune_evaluate_repeat (&t->measure, e->text, t->path, TUNE_REPEATS, r, error))
       return FALSE;
     if (beats_baseline (t, r) && r->median_cpu_s_per_request < best) {

@@ -1,13 +1,19 @@
 /* sedp tests — the `sedp tune` command (docs/tuning.md, "The command"), spawned as a child
  * process: a short tune of a small pipeline (data_reader, synthetic_work, passthrough) over a
  * [tune] group of two parameters writes a tuned pipeline that `sedp check` accepts and that
- * differs from its input only in the tuned values and the top comment, and a JSON report of
- * the baseline and every evaluation; bad options each give their error and exit 2; a space
- * naming a missing stage stops the tune before any run. */
+ * differs from its input only in the tuned values and the top comment, a JSON report of the
+ * baseline and every evaluation, a journal of a header and a line per evaluation, and an SVG
+ * plot of a mark per evaluation; a tune resumed from its journal with a larger budget replays
+ * the recorded candidates and measures only the new ones; a resume with another seed, and a
+ * new tune over an existing journal, are refused; SIGINT mid-tune exits 130 keeping the journal
+ * and an interrupted report, and the tune then resumes past a journal line cut short; bad
+ * options each give their error and exit 2; a space naming a missing stage stops the tune
+ * before any run. */
 #include "test-common.h"
 #include "test-spawn.h"
 
 #include <json-glib/json-glib.h>
+#include <signal.h>
 #include <string.h>
 
 static const SedpTestSpawn with_plugins = {.plugin_path = SEDP_TEST_PLUGIN_DIR};
@@ -102,23 +108,253 @@ check_report (const char *path)
   }
 }
 
+/* The lines of the journal at @path, each a JSON object (fails the test when not). */
+static GPtrArray *
+journal_lines (const char *path)
+{
+  g_autofree char *text = NULL;
+  CU_ASSERT_TRUE_FATAL (g_file_get_contents (path, &text, NULL, NULL));
+  CU_ASSERT_TRUE (g_str_has_suffix (text, "\n"));
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  GPtrArray *objects = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  for (guint i = 0; lines[i] && lines[i][0]; i++) {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    CU_ASSERT_TRUE_FATAL (json_parser_load_from_data (parser, lines[i], -1, NULL));
+    JsonNode *root = json_parser_get_root (parser);
+    CU_ASSERT_TRUE_FATAL (JSON_NODE_HOLDS_OBJECT (root));
+    g_ptr_array_add (objects, json_object_ref (json_node_get_object (root)));
+  }
+  return objects;
+}
+
+/* The journal at @path: a header, the baseline (index 0), then @n candidates in order. */
+static void
+check_journal (const char *path, guint n)
+{
+  g_autoptr (GPtrArray) lines = journal_lines (path);
+  CU_ASSERT_EQUAL_FATAL (lines->len, 2 + n);
+  JsonObject *header = lines->pdata[0];
+  CU_ASSERT_EQUAL (json_object_get_int_member (header, "sedp_tune_journal"), 1);
+  CU_ASSERT_EQUAL (json_object_get_int_member (header, "seed"), 1);
+  CU_ASSERT_TRUE (json_object_has_member (header, "pipeline_sha256"));
+  for (guint i = 1; i < lines->len; i++) {
+    JsonObject *e = lines->pdata[i];
+    CU_ASSERT_EQUAL (json_object_get_int_member (e, "index"), i - 1);
+    CU_ASSERT_TRUE (json_object_has_member (e, "x") && json_object_has_member (e, "result"));
+    CU_ASSERT_EQUAL (json_array_get_length (json_object_get_array_member (e, "violations")), 4);
+  }
+}
+
+/* Counts the elements whose class is "mark …". */
+static void
+count_mark (GMarkupParseContext *ctx, const char *element, const char **names,
+            const char **values, gpointer data, GError **error)
+{
+  (void) ctx, (void) element, (void) error;
+  for (guint i = 0; names[i]; i++)
+    if (strcmp (names[i], "class") == 0 && g_str_has_prefix (values[i], "mark "))
+      (*(guint *) data)++;
+}
+
+/* The SVG plot at @path parses as XML, an <svg>, with a mark for each of @n candidates. */
+static void
+check_plot (const char *path, guint n)
+{
+  g_autofree char *text = NULL;
+  CU_ASSERT_TRUE_FATAL (g_file_get_contents (path, &text, NULL, NULL));
+  CU_ASSERT_PTR_NOT_NULL (strstr (text, "<svg "));
+  const GMarkupParser parser = {.start_element = count_mark};
+  guint marks = 0;
+  g_autoptr (GError) error = NULL;
+  GMarkupParseContext *ctx = g_markup_parse_context_new (&parser, 0, &marks, NULL);
+  gboolean ok = g_markup_parse_context_parse (ctx, text, -1, &error) &&
+                g_markup_parse_context_end_parse (ctx, &error);
+  g_markup_parse_context_free (ctx);
+  if (!ok)
+    fprintf (stderr, "\n  %s: %s\n", path, error->message);
+  CU_ASSERT_TRUE (ok);
+  CU_ASSERT_EQUAL (marks, n);
+}
+
+/* The report at @path as a JSON object (its parser kept in @parser). */
+static JsonObject *
+load_report (JsonParser *parser, const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  gboolean ok = json_parser_load_from_file (parser, path, &error);
+  if (!ok)
+    fprintf (stderr, "\n  %s: %s\n", path, error->message);
+  CU_ASSERT_TRUE_FATAL (ok);
+  JsonObject *root = json_node_get_object (json_parser_get_root (parser));
+  CU_ASSERT_PTR_NOT_NULL_FATAL (root);
+  return root;
+}
+
 static void
 test_short_tune (void)
 {
   g_autofree char *out = in_dir ("tuned.pipeline");
   g_autofree char *report = in_dir ("report.json");
+  g_autofree char *plot = in_dir ("plot.svg");
+  g_autofree char *journal = in_dir ("tuned.pipeline.journal");
   g_auto (SedpTestRun) r;
   spawn_sedp (&r, "tune", pipeline, "--rate", "100", "--slo-p99-ms", "200", "--budget-evals", "6",
-              "--warmup-s", "0.1", "--measure-s", "0.3", "-o", out, "--report", report, NULL);
+              "--warmup-s", "0.1", "--measure-s", "0.3", "-o", out, "--report", report,
+              "--plot", plot, NULL);
   SEDP_ASSERT_EXIT (r, 0);
   SEDP_ASSERT_CONTAINS (r.err, "eval 6/6: ");
   SEDP_ASSERT_CONTAINS (r.err, "baseline: cpu ");
+  SEDP_ASSERT_CONTAINS (r.err, "the journal ");
   SEDP_ASSERT_CONTAINS (r.out, "cpu per request");
   check_tuned_file (out);
   check_report (report);
+  check_journal (journal, 6);
+  check_plot (plot, 6);
   g_auto (SedpTestRun) c;
   spawn_sedp (&c, "check", out, NULL);
   SEDP_ASSERT_EXIT (c, 0);
+}
+
+/* `sedp tune` on the test pipeline at 0.3 s a measure with the arguments @first… (NULL-ended). */
+G_GNUC_NULL_TERMINATED static void
+spawn_tune (SedpTestRun *r, const char *out, const char *first, ...)
+{
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  const char *fixed[] = {"tune", pipeline, "--rate", "100", "--slo-p99-ms", "200",
+                         "--warmup-s", "0", "--measure-s", "0.3", "-o", out};
+  for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+    g_ptr_array_add (args, (gpointer) fixed[i]);
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (args, (gpointer) a);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+  sedp_test_spawn_args (r, &with_plugins, (const char *const *) args->pdata);
+}
+
+/* Whether the first @n evaluations of the reports @a and @b have the same parameter values. */
+static gboolean
+same_candidates (JsonObject *a, JsonObject *b, guint n)
+{
+  JsonArray *ea = json_object_get_array_member (a, "evaluations");
+  JsonArray *eb = json_object_get_array_member (b, "evaluations");
+  for (guint i = 0; i < n; i++) {
+    JsonNode *pa = json_object_get_member (json_array_get_object_element (ea, i), "parameters");
+    JsonNode *pb = json_object_get_member (json_array_get_object_element (eb, i), "parameters");
+    if (!json_node_equal (pa, pb))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* A tune of 3 candidates, then resumed to 5: 2 measured, 3 replayed as they were; a resume
+ * with another seed and a new tune over the journal are refused. */
+static void
+test_resume (void)
+{
+  g_autofree char *out = in_dir ("resumed.pipeline"), *journal = in_dir ("resumed.pipeline.journal");
+  g_autofree char *report1 = in_dir ("resumed-1.json"), *report2 = in_dir ("resumed-2.json");
+  g_auto (SedpTestRun) r1;
+  spawn_tune (&r1, out, "--budget-evals", "3", "--report", report1, NULL);
+  SEDP_ASSERT_EXIT (r1, 0);
+  check_journal (journal, 3);
+  g_auto (SedpTestRun) r2;
+  spawn_tune (&r2, out, "--budget-evals", "5", "--resume", "--report", report2, NULL);
+  SEDP_ASSERT_EXIT (r2, 0);
+  SEDP_ASSERT_CONTAINS (r2.err, "3 candidates replayed");
+  SEDP_ASSERT_CONTAINS (r2.err, "eval 4/5: ");
+  SEDP_ASSERT_CONTAINS (r2.err, "eval 5/5: ");
+  CU_ASSERT_PTR_NULL (strstr (r2.err, "eval 3/5"));
+  CU_ASSERT_PTR_NULL (strstr (r2.err, "baseline: cpu"));
+  check_journal (journal, 5);
+  g_autoptr (JsonParser) p1 = json_parser_new (), p2 = json_parser_new ();
+  JsonObject *a = load_report (p1, report1), *b = load_report (p2, report2);
+  CU_ASSERT_EQUAL (json_array_get_length (json_object_get_array_member (b, "evaluations")), 5);
+  CU_ASSERT_EQUAL (json_object_get_int_member (b, "replayed"), 3);
+  CU_ASSERT_TRUE (same_candidates (a, b, 3));
+
+  g_auto (SedpTestRun) seed;
+  spawn_tune (&seed, out, "--budget-evals", "5", "--resume", "--seed", "2", NULL);
+  SEDP_ASSERT_EXIT (seed, 1);
+  SEDP_ASSERT_CONTAINS (seed.err, "'seed'");
+  SEDP_ASSERT_CONTAINS (seed.err, "give --seed 1");
+  g_auto (SedpTestRun) again;
+  spawn_tune (&again, out, "--budget-evals", "5", NULL);
+  SEDP_ASSERT_EXIT (again, 1);
+  SEDP_ASSERT_CONTAINS (again.err, "exists");
+  SEDP_ASSERT_CONTAINS (again.err, "--resume");
+  check_journal (journal, 5);
+}
+
+/* How many complete lines the file at @path has (0 when it does not exist). */
+static guint
+complete_lines (const char *path)
+{
+  g_autofree char *text = NULL;
+  guint n = 0;
+  if (g_file_get_contents (path, &text, NULL, NULL))
+    for (const char *c = text; *c; c++)
+      n += *c == '\n';
+  return n;
+}
+
+/* Starts sedp with @args (NULL-ended), its outputs piped. */
+static GSubprocess *
+spawn_async (const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) SEDP_BINARY);
+  for (const char *const *a = args; *a; a++)
+    g_ptr_array_add (argv, (gpointer) *a);
+  g_ptr_array_add (argv, NULL);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_setenv (l, "SEDP_PLUGIN_PATH", SEDP_TEST_PLUGIN_DIR, TRUE);
+  g_subprocess_launcher_setenv (l, "LC_ALL", "C", TRUE);
+  GSubprocess *p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
+  return p;
+}
+
+/* SIGINT once the baseline is in the journal: exit 130, the journal and an interrupted report
+ * kept, no tuned file; then, past a line cut short, the tune resumes and completes. */
+static void
+test_interrupt (void)
+{
+  g_autofree char *out = in_dir ("stopped.pipeline"), *journal = in_dir ("stopped.pipeline.journal");
+  g_autofree char *report = in_dir ("stopped.json"), *plot = in_dir ("stopped.svg");
+  const char *args[] = {"tune", pipeline, "--rate", "100", "--slo-p99-ms", "200", "--warmup-s",
+                        "0", "--measure-s", "0.3", "-o", out, "--budget-evals", "3", "--report",
+                        report, "--plot", plot, NULL};
+  g_autoptr (GSubprocess) p = spawn_async (args);
+  for (guint waited = 0; complete_lines (journal) < 2 && waited < 3000; waited++)
+    g_usleep (20000); /* header and baseline: the first candidate is being measured */
+  g_subprocess_send_signal (p, SIGINT);
+  g_autofree char *err = NULL;
+  CU_ASSERT_TRUE_FATAL (g_subprocess_communicate_utf8 (p, NULL, NULL, NULL, &err, NULL));
+  CU_ASSERT_TRUE (g_subprocess_get_if_exited (p) && g_subprocess_get_exit_status (p) == 130);
+  SEDP_ASSERT_CONTAINS (err, "--resume");
+  CU_ASSERT_FALSE (g_file_test (out, G_FILE_TEST_EXISTS));
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = load_report (parser, report);
+  CU_ASSERT_TRUE (json_object_get_boolean_member (root, "interrupted"));
+  guint n = json_array_get_length (json_object_get_array_member (root, "evaluations"));
+  CU_ASSERT (n <= 3); /* 3 only if the signal came during the final re-measure */
+  check_journal (journal, n);
+  check_plot (plot, n);
+
+  FILE *f = fopen (journal, "a");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+  fputs ("{\"index\": 9, \"x\": [1", f); /* a write cut short */
+  fclose (f);
+  g_auto (SedpTestRun) r;
+  spawn_tune (&r, out, "--budget-evals", "3", "--report", report, "--plot", plot, "--resume", NULL);
+  SEDP_ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_CONTAINS (r.err, "cut short");
+  CU_ASSERT_TRUE (g_file_test (out, G_FILE_TEST_EXISTS));
+  check_journal (journal, 3);
+  check_plot (plot, 3);
 }
 
 /* Each bad option: exit 2 and a message naming it, before anything runs. */
@@ -138,7 +374,7 @@ test_bad_options (void)
     {{"--budget-s", "-2", "--warmup-s", "1"}, "--budget-s -2"},
     {{"--budget-evals", "3", "--measure-s", "0"}, "--measure-s 0"},
     {{"--budget-evals", "3", "--warmup-s", "-1"}, "--warmup-s -1"},
-    {{"--budget-evals", "3", "--method", "random"}, "--method 'random'"},
+    {{"--budget-evals", "3", "--method", "annealing"}, "--method 'annealing'"},
     {{"--budget-evals", "3", "--format", "xml"}, "--format 'xml'"},
     {{"--budget-evals", "3", "--seed", "-4"}, "--seed -4"},
   };
@@ -189,6 +425,8 @@ main (void)
     return 1;
   CU_pSuite s = CU_add_suite ("tune-cli", suite_init, suite_clean);
   CU_add_test (s, "a short tune writes the tuned pipeline and the report", test_short_tune);
+  CU_add_test (s, "a tune resumed from its journal measures only the new candidates", test_resume);
+  CU_add_test (s, "SIGINT keeps the journal and an interrupted report; the tune resumes", test_interrupt);
   CU_add_test (s, "bad options each give their error", test_bad_options);
   CU_add_test (s, "a space naming a missing stage stops before any run", test_missing_stage);
   return sedp_test_run ();
