@@ -63,7 +63,7 @@ parse_options (TuneOptions *o, int *argc, char ***argv)
     {"seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, "Seed of the optimiser and of the arrivals (default 1)", "N"},
     {"warmup-s", 0, 0, G_OPTION_ARG_DOUBLE, &o->warmup_s, "Seconds of unmeasured load before each measure (default 1)", "S"},
     {"measure-s", 0, 0, G_OPTION_ARG_DOUBLE, &o->measure_s, "Seconds each candidate is measured (default 5)", "S"},
-    {"method", 0, 0, G_OPTION_ARG_STRING, &o->method_name, "population (default) or one-plus-one", "METHOD"},
+    {"method", 0, 0, G_OPTION_ARG_STRING, &o->method_name, "population (default), one-plus-one, or random (uniform random search, a baseline)", "METHOD"},
     {"report", 0, 0, G_OPTION_ARG_FILENAME, &o->report, "Write every evaluation, the baseline and the choice as JSON", "FILE.json"},
     {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot, "Write an SVG plot of the CPU per request of every evaluation", "FILE.svg"},
     {"journal", 0, 0, G_OPTION_ARG_FILENAME, &o->journal, "The journal of the evaluations, appended as each finishes (default: the -o FILE + .journal)", "FILE"},
@@ -133,8 +133,10 @@ check_words (TuneOptions *o, int argc)
     o->method = SEDP_CMAES_POPULATION;
   else if (strcmp (o->method_name, "one-plus-one") == 0)
     o->method = SEDP_CMAES_ONE_PLUS_ONE;
+  else if (strcmp (o->method_name, "random") == 0)
+    o->method = SEDP_CMAES_RANDOM;
   else
-    return tune_error ("--method '%s': must be population or one-plus-one", o->method_name);
+    return tune_error ("--method '%s': must be population, one-plus-one or random", o->method_name);
   return TRUE;
 }
 
