@@ -204,7 +204,8 @@ test_capacity (void)
   CU_ASSERT_FALSE (bad.feasible);
   CU_ASSERT_PTR_NOT_NULL (bad.reason);
   g_autoptr (GError) error = NULL;
-  CU_ASSERT_FALSE (sedp_tune_find_capacity (&m, light, "c.pipeline", 0, &bad, &error));
+  g_auto (SedpTuneResult) refused = {0};
+  CU_ASSERT_FALSE (sedp_tune_find_capacity (&m, light, "c.pipeline", 0, &refused, &error));
   CU_ASSERT (g_error_matches (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS));
 }
 
