@@ -38,6 +38,7 @@ typedef struct {
   char *default_path, *default_text, *requests;
   double slo_ms, load, measure_s, warmup_s, round_s, probe_s, rate;
   gint budget, seeds, rounds;
+  char *compare; /* --compare: a tuned pipeline to compare, no tunes run */
   SedpRegistry *registry;
   SedpWorkload *workload;
 } Bench;
@@ -114,12 +115,14 @@ cpu_round (const Bench *b, const char *text, const char *path, SedpTuneResult *r
   SedpTuneMeasure m;
   measure_init (b, &m, b->rate, b->round_s);
   g_autoptr (GError) error = NULL;
+  double probe0 = bench_speed_probe_us ();
   if (!sedp_tune_evaluate (&m, text, path, r, &error) || !r->feasible) {
     fprintf (stderr, "tune: %s: %s\n", path, error ? error->message : r->reason);
     return FALSE;
   }
-  fprintf (stderr, "tune: %s: cpu %.3f ms/req, p99 %.1f ms, %.4f errors\n", path,
-           1e3 * r->cpu_s_per_request, r->p99_ms, r->error_share);
+  double probe1 = bench_speed_probe_us ();
+  fprintf (stderr, "tune: %s: cpu %.3f ms/req, p99 %.1f ms, %.4f errors (speed probe %.0f, %.0f us)\n",
+           path, 1e3 * r->cpu_s_per_request, r->p99_ms, r->error_share, probe0, probe1);
   return TRUE;
 }
 
@@ -262,6 +265,7 @@ parse_options (Bench *b, int argc, char **argv)
     {"rounds", 0, 0, G_OPTION_ARG_INT, &b->rounds, "Interleaved rounds, tuned against default (default 5)", "N"},
     {"round-s", 0, 0, G_OPTION_ARG_DOUBLE, &b->round_s, "Seconds per round's measure (default 5)", "S"},
     {"probe-s", 0, 0, G_OPTION_ARG_DOUBLE, &b->probe_s, "Seconds per capacity probe (default 3)", "S"},
+    {"compare", 0, 0, G_OPTION_ARG_FILENAME, &b->compare, "Run no tune: compare this pipeline (its data paths as the default's after step 2) with the default, steps 5 and 6", "FILE"},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— sedp tune on the CTR example");
@@ -311,8 +315,8 @@ main (int argc, char **argv)
   printf ("RESULT tune_default_capacity_rps=%.1f\nRESULT tune_rate_rps=%.1f\n"
           "RESULT tune_slo_p99_ms=%g\n", c, b.rate, b.slo_ms);
   fflush (stdout);
-  TuneRun first = {0};
-  if (!compare_methods (&b, &first))
+  TuneRun first = {.output = g_strdup (b.compare)};
+  if (b.compare == NULL && !compare_methods (&b, &first))
     return 1;
   g_autofree char *tuned = NULL;
   if (!g_file_get_contents (first.output, &tuned, NULL, NULL) ||
