@@ -28,16 +28,16 @@ tune_clear (Tune *t)
   TuneOptions *o = &t->o;
   g_free (o->requests_path), g_free (o->format), g_free (o->output);
   g_free (o->space_path), g_free (o->method_name), g_free (o->report);
-  g_free (o->journal), g_free (o->plot);
+  g_free (o->journal), g_free (o->plot), g_free (o->maximize);
   tune_journal_close (t);
   g_clear_pointer (&t->recorded, g_ptr_array_unref);
   g_free (t->journal_path), g_free (t->command);
   tune_eval_clear (&t->baseline);
   g_clear_pointer (&t->evals, g_ptr_array_unref);
   g_clear_pointer (&t->finalists, g_ptr_array_unref);
-  sedp_tune_repeated_clear (&t->base_rep);
-  for (guint i = 0; i < TUNE_FINALISTS; i++)
-    sedp_tune_repeated_clear (&t->fin_rep[i]);
+  for (guint i = 0; i < G_N_ELEMENTS (t->rep); i++)
+    sedp_tune_repeated_clear (&t->rep[i]);
+  g_clear_pointer (&t->order, g_array_unref);
   g_clear_pointer (&t->workload, sedp_workload_unref);
   g_clear_pointer (&t->space, sedp_tune_space_free);
   g_clear_pointer (&t->spec, sedp_pipeline_spec_free);
@@ -54,7 +54,8 @@ parse_options (TuneOptions *o, int *argc, char ***argv)
   const GOptionEntry entries[] = {
     {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &o->requests_path, "JSON Lines file of predict requests, sent in turn and cycled (default: one built-in request of 8 items)", "FILE"},
     {"format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Payload encoding: json (default) or protobuf", "json|protobuf"},
-    {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &o->rate, "Required: the open loop's requests per second every candidate is measured at", "R"},
+    {"rate", 0, 0, G_OPTION_ARG_DOUBLE, &o->rate, "Required: the open loop's requests per second every candidate is measured at (with --maximize throughput: optional, where each capacity search starts)", "R"},
+    {"maximize", 0, 0, G_OPTION_ARG_STRING, &o->maximize, "throughput: the highest rate each candidate serves within --slo-p99-ms, instead of the least CPU per request at --rate", "throughput"},
     {"slo-p99-ms", 0, 0, G_OPTION_ARG_DOUBLE, &o->slo_p99_ms, "Required: the p99 latency every candidate must keep, in milliseconds", "S"},
     {"budget-evals", 0, 0, G_OPTION_ARG_INT, &o->budget_evals, "Stop after N candidates (this or --budget-s is required)", "N"},
     {"budget-s", 0, 0, G_OPTION_ARG_DOUBLE, &o->budget_s, "Stop asking for candidates after T seconds of search", "T"},
@@ -65,7 +66,7 @@ parse_options (TuneOptions *o, int *argc, char ***argv)
     {"measure-s", 0, 0, G_OPTION_ARG_DOUBLE, &o->measure_s, "Seconds each candidate is measured (default 5)", "S"},
     {"method", 0, 0, G_OPTION_ARG_STRING, &o->method_name, "population (default), one-plus-one, or random (uniform random search, a baseline)", "METHOD"},
     {"report", 0, 0, G_OPTION_ARG_FILENAME, &o->report, "Write every evaluation, the baseline and the choice as JSON", "FILE.json"},
-    {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot, "Write an SVG plot of the CPU per request of every evaluation", "FILE.svg"},
+    {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot, "Write an SVG plot of the CPU per request (or capacity) of every evaluation", "FILE.svg"},
     {"journal", 0, 0, G_OPTION_ARG_FILENAME, &o->journal, "The journal of the evaluations, appended as each finishes (default: the -o FILE + .journal)", "FILE"},
     {"resume", 0, 0, G_OPTION_ARG_NONE, &o->resume, "Continue the tune recorded in the journal: its evaluations are replayed, not measured again", NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No progress on stderr", NULL},
@@ -74,8 +75,9 @@ parse_options (TuneOptions *o, int *argc, char ***argv)
   return sedp_cli_parse (
     "tune", "PIPELINE",
     "Tunes PIPELINE's runtime keys and plugin options (its [tune] group, --space, or the default "
-    "space) by CMA-ES for the least CPU per request at --rate within --slo-p99-ms, measuring each "
-    "candidate in process, and writes the tuned pipeline to -o. See docs/tuning.md.",
+    "space) by CMA-ES for the least CPU per request at --rate within --slo-p99-ms (or with "
+    "--maximize throughput the highest rate within it), measuring each candidate in process, and "
+    "writes the tuned pipeline to -o. See docs/tuning.md.",
     entries, argc, argv);
 }
 
@@ -99,9 +101,10 @@ check_budget (const TuneOptions *o)
 static gboolean
 check_measure (const TuneOptions *o)
 {
-  if (isnan (o->rate))
-    return tune_error ("--rate R is required: the requests per second each candidate is measured at");
-  if (!(o->rate > 0 && o->rate <= 1e6))
+  if (isnan (o->rate) && !o->throughput)
+    return tune_error ("--rate R is required: the requests per second each candidate is measured "
+                       "at (or give --maximize throughput to tune for each candidate's capacity)");
+  if (!isnan (o->rate) && !(o->rate > 0 && o->rate <= 1e6))
     return tune_error ("--rate %g: must be more than 0 and at most 1000000 requests per second", o->rate);
   if (isnan (o->slo_p99_ms))
     return tune_error ("--slo-p99-ms S is required: the p99 latency, in ms, every candidate must keep");
@@ -113,6 +116,18 @@ check_measure (const TuneOptions *o)
     return tune_error ("--measure-s %g: must be more than 0 and at most 86400 seconds", o->measure_s);
   if (o->seed < 0)
     return tune_error ("--seed %" G_GINT64_FORMAT ": must be 0 or more", o->seed);
+  return TRUE;
+}
+
+/* --maximize: absent (the least CPU per request at --rate) or throughput. */
+static gboolean
+check_mode (TuneOptions *o)
+{
+  if (o->maximize && strcmp (o->maximize, "throughput") != 0)
+    return tune_error ("--maximize '%s': the one mode is throughput (the highest rate each "
+                       "candidate serves within --slo-p99-ms); leave --maximize out to tune for "
+                       "the least CPU per request at --rate", o->maximize);
+  o->throughput = o->maximize != NULL;
   return TRUE;
 }
 
@@ -242,7 +257,7 @@ load_workload (Tune *t, GError **error)
   if (t->workload == NULL)
     return FALSE;
   sedp_tune_measure_init (&t->measure, t->registry, t->workload);
-  t->measure.rate = t->o.rate;
+  t->measure.rate = isnan (t->o.rate) ? TUNE_START_RPS : t->o.rate; /* --maximize throughput */
   t->measure.warmup_s = t->o.warmup_s;
   t->measure.duration_s = t->o.measure_s;
   t->measure.seed = (guint64) t->o.seed;
@@ -300,10 +315,12 @@ say_interrupted (const Tune *t)
   g_autofree char *done = t->baseline.text ? g_strdup_printf ("the baseline and %u candidate%s", n,
                                                              n == 1 ? "" : "s")
                                            : g_strdup ("no evaluation");
+  gboolean cut = t->order && t->order->len > 0; /* the signal came during the re-measure */
   fprintf (stderr, "sedp tune: stopped by signal %d (%s) after %s; the final re-measure was "
-           "skipped and nothing was written to %s%s%s. The journal %s keeps every finished "
+           "%s and nothing was written to %s%s%s. The journal %s keeps every finished "
            "evaluation; to go on from them:\n  %s%s\n", t->signal, g_strsignal (t->signal),
-           done, t->o.output, t->o.report ? " (the report is written, marked interrupted)" : "",
+           done, cut ? "cut short" : "skipped", t->o.output,
+           t->o.report ? " (the report is written, marked interrupted)" : "",
            t->o.plot ? " (the plot is written)" : "", t->journal_path, t->command,
            t->o.resume ? "" : " --resume");
   return 128 + t->signal;
@@ -311,7 +328,8 @@ say_interrupted (const Tune *t)
 
 /**
  * sedp_cmd_tune:
- * `sedp tune PIPELINE --rate R --slo-p99-ms S (--budget-evals N | --budget-s T) -o FILE`.
+ * `sedp tune PIPELINE (--rate R | --maximize throughput [--rate R]) --slo-p99-ms S
+ * (--budget-evals N | --budget-s T) -o FILE`.
  * Returns 0 when the tuned pipeline was written (also when no candidate beat the baseline), 2
  * for bad options, 1 when the tune stopped (its error on stderr), 128 + the signal when SIGINT
  * or SIGTERM stopped it (its journal kept, to --resume). Runs pipelines in process: nothing
@@ -324,7 +342,7 @@ sedp_cmd_tune (int argc, char **argv)
                            .warmup_s = 1, .measure_s = 5, .seed = 1},
                      .chosen = -1, .journal_fd = -1};
   t.command = command_line (argc, argv);
-  if (!parse_options (&t.o, &argc, &argv) || !check_words (&t.o, argc) ||
+  if (!parse_options (&t.o, &argc, &argv) || !check_words (&t.o, argc) || !check_mode (&t.o) ||
       !check_measure (&t.o) || !check_budget (&t.o))
     return 2;
   t.path = argv[1];

@@ -1,5 +1,6 @@
 /* sedp tune — shared by its files (cmd-tune.c: options, flow and signals; tune-search.c: the
- * search and the final choice; tune-journal.c: the journal's format and its writing;
+ * search and the final choice; tune-objective.c: what the mode optimises, named, shown and
+ * compared; tune-journal.c: the journal's format and its writing;
  * tune-resume.c: --resume, the journal read back and replayed; tune-progress.c: the progress on
  * stderr; tune-output.c: the tuned file, the table and the JSON report; tune-plot.c: the SVG
  * plot). Private to the host binary. See docs/tuning.md, "The command". */
@@ -13,25 +14,31 @@
 
 /* The constraints told to the optimiser, in this order. */
 enum {
-  TUNE_C_P99,     /* max (0, p99 − SLO) / SLO */
+  TUNE_C_P99,     /* max (0, p99 − SLO) / SLO; --maximize throughput: 1 when no rate kept it */
   TUNE_C_ERRORS,  /* the share of requests not answered OK */
   TUNE_C_WORKERS, /* worker threads beyond max_workers */
   TUNE_C_BUILD,   /* 1 when the candidate did not build or start */
   TUNE_N_CONSTRAINTS
 };
 
-/* The finalists re-measured, and how many times each. */
+/* The finalists re-measured, and how many times each (in interleaved rounds, with the
+ * baseline). */
 #define TUNE_FINALISTS 3
 #define TUNE_REPEATS 3
+
+/* --maximize throughput without --rate: where the baseline's capacity search starts, and the
+ * candidates' when the baseline kept the SLO at no rate. */
+#define TUNE_START_RPS 100.0
 
 /* The options; a numeric option left at its sentinel (-1, NAN) was not given. */
 typedef struct {
   char *requests_path, *format, *output, *space_path, *method_name, *report;
-  char *journal, *plot;
+  char *journal, *plot, *maximize;
   double rate, slo_p99_ms, budget_s, warmup_s, measure_s;
   gint budget_evals;
   gint64 seed;
   gboolean quiet, resume;
+  gboolean throughput; /* --maximize throughput: each candidate's capacity at the SLO */
   SedpWorkloadEncoding encoding;
   SedpCmaesMethod method;
 } TuneOptions;
@@ -44,7 +51,8 @@ typedef struct {
   char **values;   /* each parameter's value as written (NULL-terminated) */
   char *text;      /* the candidate pipeline's text */
   SedpTuneResult r;
-  double objective; /* what the optimiser was told (NaN: none); the baseline's is not told */
+  double objective; /* what the optimiser was told: CPU-seconds per request, or with --maximize
+                     * throughput 1 / capacity_rps (NaN: none); the baseline's is not told */
   double violations[TUNE_N_CONSTRAINTS];
   gboolean feasible; /* built, and every constraint held */
   char *reason;      /* why not feasible; NULL when feasible */
@@ -62,9 +70,9 @@ typedef struct {
   SedpTuneMeasure measure;
   TuneEval baseline;
   GPtrArray *evals;            /* TuneEval *, the candidates in order */
-  SedpTuneRepeated base_rep;   /* the baseline re-measured */
   GPtrArray *finalists;        /* TuneEval * (borrowed from evals), re-measured */
-  SedpTuneRepeated fin_rep[TUNE_FINALISTS];
+  SedpTuneRepeated rep[1 + TUNE_FINALISTS]; /* re-measured: [0] the baseline, [1 + i] finalist i */
+  GArray *order;               /* guint, the re-measure's order: 0 the baseline, 1 + i finalist i */
   int chosen;                  /* index into finalists, -1: the baseline is kept */
   gint64 started_us;
   char *command;               /* the command line as given, for the --resume hint */
@@ -156,9 +164,41 @@ gboolean tune_resume_read (Tune *t, GError **error);
  * measured. TRUE at once without --resume. */
 gboolean tune_resume_replay (Tune *t, SedpCmaes *es, GError **error);
 
-/* tune-progress.c, on stderr, nothing with --quiet. The lowest CPU per request among the
- * feasible candidates so far; +∞ when none. */
-double tune_best_cpu (const Tune *t);
+/* tune-objective.c. How the objective of the tune's mode is named, shown and compared: the CPU
+ * per request (the default) or with --maximize throughput the capacity. */
+typedef struct {
+  const char *name;      /* before a value in the progress: "cpu", "capacity" */
+  const char *title;     /* in the tuned file's comment: "CPU", "capacity" */
+  const char *unit;      /* after a shown value: "ms/req", "req/s" */
+  const char *long_unit; /* in the tuned file's comment: "ms/request", "requests/s" */
+  const char *axis;      /* the plot's value axis */
+  const char *row;       /* the table's row of the re-measured medians */
+  const char *field;     /* the result's field, as the report names it */
+  double scale;          /* from the field's unit to the shown one */
+} TuneObjective;
+/* The objective of @t's mode (static). */
+const TuneObjective *tune_objective (const Tune *t);
+/* Result @r's value in the shown unit (ms per request, or requests/s); NaN when it did not build
+ * or measured no value. */
+double tune_value (const Tune *t, const SedpTuneResult *r);
+/* The re-measured median of @r in the shown unit; NaN when none. */
+double tune_rep_value (const Tune *t, const SedpTuneRepeated *r);
+/* Whether shown value @a is better than @b: lower CPU, higher capacity; a NaN @a never is, a
+ * finite @a is better than a NaN @b. */
+gboolean tune_better (const Tune *t, double a, double b);
+/* Shown value @v with its unit, "0.588 ms/req", "1234 req/s". Free it. */
+char *tune_show (const Tune *t, double v);
+/* What the optimiser (a minimiser) is told for @r: the CPU-seconds per request, or 1 /
+ * capacity_rps (seconds per request at capacity); NaN when it did not build, or kept the SLO at
+ * no rate. */
+double tune_told (const Tune *t, const SedpTuneResult *r);
+/* "at R requests/s, p99 SLO S ms", or with --maximize throughput "for capacity, p99 SLO S ms",
+ * in the C locale. Free it. */
+char *tune_conditions (const Tune *t);
+
+/* tune-progress.c, on stderr, nothing with --quiet. The best shown value (tune_value()) among
+ * the feasible candidates so far; NaN when none. */
+double tune_best (const Tune *t);
 /* The baseline's line. */
 void tune_progress_baseline (Tune *t);
 /* Evaluation @e: a line each, or on a terminal the progress bar redrawn. */

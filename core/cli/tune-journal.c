@@ -12,8 +12,9 @@
 
 G_DEFINE_QUARK (sedp-tune-journal-error-quark, tune_journal_error)
 
-/* The format's version, the header's "sedp_tune_journal". */
-#define JOURNAL_VERSION 1
+/* The format's version, the header's "sedp_tune_journal" (2: "maximize" in the header,
+ * "capacity_rps" in the results). */
+#define JOURNAL_VERSION 2
 
 /* The result's numbers a line records, by name and place. */
 static const struct {
@@ -29,6 +30,7 @@ static const struct {
   {"answered_per_s", G_STRUCT_OFFSET (SedpTuneResult, answered_per_s)},
   {"measured_s", G_STRUCT_OFFSET (SedpTuneResult, measured_s)},
   {"wall_s", G_STRUCT_OFFSET (SedpTuneResult, wall_s)},
+  {"capacity_rps", G_STRUCT_OFFSET (SedpTuneResult, capacity_rps)},
 };
 
 /* The result's counts a line records. */
@@ -110,7 +112,11 @@ tune_journal_header (const Tune *t)
   json_builder_set_member_name (b, "sedp_tune_journal");
   json_builder_add_int_value (b, JOURNAL_VERSION);
   add_files (b, t);
-  add_number (b, "rate", t->o.rate);
+  add_string (b, "maximize", t->o.throughput ? "throughput" : NULL);
+  if (isnan (t->o.rate)) /* --maximize throughput without --rate */
+    add_string (b, "rate", NULL);
+  else
+    add_number (b, "rate", t->o.rate);
   add_number (b, "slo_p99_ms", t->o.slo_p99_ms);
   json_builder_set_member_name (b, "seed");
   json_builder_add_int_value (b, t->o.seed);
@@ -121,7 +127,8 @@ tune_journal_header (const Tune *t)
   return json_builder_get_root (b);
 }
 
-/* "result": what sedp_tune_evaluate() measured ("built" is its feasible). */
+/* "result": what sedp_tune_evaluate() or sedp_tune_find_capacity() measured ("built" is its
+ * feasible). */
 static void
 add_result (JsonBuilder *b, const SedpTuneResult *r)
 {

@@ -1,7 +1,8 @@
-/* sedp tune — the SVG plot (--plot; docs/tuning.md, "The plot"): the CPU per request of every
- * candidate against its index, feasible ones filled, infeasible ones hollow, those that did not
- * build as small crosses along the bottom; the baseline as a dashed line, the best feasible so
- * far as a step line; axes, a title and a legend. Hand-written SVG; each candidate's mark has
+/* sedp tune — the SVG plot (--plot; docs/tuning.md, "The plot"): the CPU per request (with
+ * --maximize throughput the capacity) of every candidate against its index, feasible ones
+ * filled, infeasible ones hollow, those that did not build as small crosses along the bottom;
+ * the baseline as a dashed line, the best feasible so far (the lowest CPU, the highest capacity)
+ * as a step line; axes, a title and a legend. Hand-written SVG; each candidate's mark has
  * class "mark …" and a <title> for a tooltip. */
 #include "cmd-tune.h"
 
@@ -26,7 +27,7 @@ typedef struct {
   GString *s;
   double x1;            /* the last index on the axis, which starts at 0 */
   double xstep;         /* between the index axis' ticks */
-  double y0, y1, ystep; /* the CPU axis, ms per request */
+  double y0, y1, ystep; /* the value axis, in the shown unit (tune_value()) */
 } Plot;
 
 /* @v in the C locale by printf's @format (one conversion), whatever LC_NUMERIC says. Free it. */
@@ -35,14 +36,6 @@ ascii (const char *format, double v)
 {
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
   return g_strdup (g_ascii_formatd (buf, sizeof buf, format, v));
-}
-
-/* Candidate @e's CPU per request in ms; NaN when it has none (it did not build, or answered
- * nothing). */
-static double
-objective_ms (const TuneEval *e)
-{
-  return e->r.feasible && isfinite (e->r.cpu_s_per_request) ? 1e3 * e->r.cpu_s_per_request : NAN;
 }
 
 /* 1, 2 or 5 times a power of ten, near @span / @n. */
@@ -60,9 +53,9 @@ px (const Plot *p, double index)
 }
 
 static int
-py (const Plot *p, double ms)
+py (const Plot *p, double v)
 {
-  return (int) lround (BOTTOM - (BOTTOM - TOP) * (ms - p->y0) / (p->y1 - p->y0));
+  return (int) lround (BOTTOM - (BOTTOM - TOP) * (v - p->y0) / (p->y1 - p->y0));
 }
 
 /* Widens [@lo, @hi] to hold @v, when finite. */
@@ -75,15 +68,15 @@ widen (double v, double *lo, double *hi)
   *hi = MAX (*hi, v);
 }
 
-/* The axes' ranges: every index, every finite CPU per request and the baseline's, on ticks. */
+/* The axes' ranges: every index, every finite value and the baseline's, on ticks. */
 static void
 set_ranges (Plot *p, const Tune *t)
 {
   double lo = INFINITY, hi = -INFINITY;
   guint n = t->evals ? t->evals->len : 0;
-  widen (objective_ms (&t->baseline), &lo, &hi);
+  widen (tune_value (t, &t->baseline.r), &lo, &hi);
   for (guint i = 0; i < n; i++)
-    widen (objective_ms (g_ptr_array_index (t->evals, i)), &lo, &hi);
+    widen (tune_value (t, &((const TuneEval *) g_ptr_array_index (t->evals, i))->r), &lo, &hi);
   if (!isfinite (lo))
     lo = 0, hi = 1;
   double pad = hi > lo ? (hi - lo) * 0.05 : MAX (hi * 0.1, 0.001);
@@ -95,9 +88,9 @@ set_ranges (Plot *p, const Tune *t)
   p->xstep = MAX (1, round (nice_step (p->x1, 10)));
 }
 
-/* The CPU axis: its line, grid, ticks, labels and title. */
+/* The value axis: its line, grid, ticks, labels and title. */
 static void
-draw_y_axis (Plot *p)
+draw_y_axis (Plot *p, const Tune *t)
 {
   g_string_append_printf (p->s, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
                           LEFT, TOP, LEFT, BOTTOM);
@@ -108,7 +101,8 @@ draw_y_axis (Plot *p)
                             LEFT, py (p, v), RIGHT, py (p, v), LEFT - 6, py (p, v) + 4, label);
   }
   g_string_append_printf (p->s, "<text x=\"18\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 18 %d)\">"
-                          "CPU per request (ms)</text>\n", (TOP + BOTTOM) / 2, (TOP + BOTTOM) / 2);
+                          "%s</text>\n", (TOP + BOTTOM) / 2, (TOP + BOTTOM) / 2,
+                          tune_objective (t)->axis);
 }
 
 /* The index axis: its line, ticks, labels and title. */
@@ -125,23 +119,24 @@ draw_x_axis (Plot *p)
                           "baseline)</text>\n", (LEFT + RIGHT) / 2, BOTTOM + 42);
 }
 
-/* "sedp tune: NAME at R requests/s, p99 SLO S ms", and whether a signal cut it short. */
+/* "sedp tune: NAME at R requests/s, p99 SLO S ms" (tune_conditions()), and whether a signal
+ * cut it short. */
 static void
 draw_title (Plot *p, const Tune *t)
 {
-  g_autofree char *rate = ascii ("%g", t->o.rate), *slo = ascii ("%g", t->o.slo_p99_ms);
+  g_autofree char *at = tune_conditions (t);
   g_autofree char *title = g_markup_printf_escaped (
-    "sedp tune: %s at %s requests/s, p99 SLO %s ms%s", t->spec->name ? t->spec->name : t->path,
-    rate, slo, t->signal ? " (interrupted)" : "");
+    "sedp tune: %s %s%s", t->spec->name ? t->spec->name : t->path, at,
+    t->signal ? " (interrupted)" : "");
   g_string_append_printf (p->s, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">%s</text>\n",
                           W / 2, title);
 }
 
-/* The baseline's CPU per request, dashed across the plot from a diamond at index 0. */
+/* The baseline's value, dashed across the plot from a diamond at index 0. */
 static void
 draw_baseline (Plot *p, const Tune *t)
 {
-  double v = objective_ms (&t->baseline);
+  double v = tune_value (t, &t->baseline.r);
   if (!isfinite (v))
     return;
   g_string_append_printf (p->s, "<line class=\"baseline\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
@@ -151,16 +146,16 @@ draw_baseline (Plot *p, const Tune *t)
                           C_BASELINE "\"/>\n", LEFT, py (p, v) - 5);
 }
 
-/* The lowest feasible CPU per request so far, as a step line from the first feasible one. */
+/* The best feasible value so far (tune_better()), as a step line from the first feasible one. */
 static void
 draw_best (Plot *p, const Tune *t)
 {
   g_autoptr (GString) d = g_string_new (NULL);
-  double best = INFINITY;
+  double best = NAN;
   for (guint i = 0; t->evals && i < t->evals->len; i++) {
     const TuneEval *e = g_ptr_array_index (t->evals, i);
-    double v = objective_ms (e);
-    if (!e->feasible || !(v < best))
+    double v = tune_value (t, &e->r);
+    if (!e->feasible || !tune_better (t, v, best))
       continue;
     if (d->len == 0)
       g_string_append_printf (d, "M%d %d", px (p, e->index), py (p, v));
@@ -173,23 +168,24 @@ draw_best (Plot *p, const Tune *t)
                             "\" stroke-width=\"2\"/>\n", d->str, px (p, p->x1));
 }
 
-/* The tooltip of candidate @e: its index, CPU, p99, and why it is infeasible. Free it. */
+/* The tooltip of candidate @e: its index, value, p99, and why it is infeasible. Free it. */
 static char *
-tooltip (const TuneEval *e)
+tooltip (const Tune *t, const TuneEval *e)
 {
-  g_autofree char *cpu = ascii ("%.3g", objective_ms (e)), *p99 = ascii ("%.3g", e->r.p99_ms);
+  const TuneObjective *obj = tune_objective (t);
+  g_autofree char *v = ascii ("%.4g", tune_value (t, &e->r)), *p99 = ascii ("%.3g", e->r.p99_ms);
   if (!e->r.feasible)
     return g_markup_printf_escaped ("eval %u: did not build: %s", e->index, e->reason);
-  return g_markup_printf_escaped ("eval %u: cpu %s ms/req, p99 %s ms, %s", e->index, cpu, p99,
-                                  e->feasible ? "feasible" : e->reason);
+  return g_markup_printf_escaped ("eval %u: %s %s %s, p99 %s ms, %s", e->index, obj->name, v,
+                                  obj->unit, p99, e->feasible ? "feasible" : e->reason);
 }
 
 /* Candidate @e's mark: filled, hollow, or a cross along the bottom. */
 static void
-draw_mark (Plot *p, const TuneEval *e)
+draw_mark (Plot *p, const Tune *t, const TuneEval *e)
 {
-  g_autofree char *tip = tooltip (e);
-  double v = objective_ms (e);
+  g_autofree char *tip = tooltip (t, e);
+  double v = tune_value (t, &e->r);
   int x = px (p, e->index);
   if (!isfinite (v))
     g_string_append_printf (p->s, "<path class=\"mark unbuilt\" d=\"M%d %d l6 6 m0 -6 l-6 6\" stroke=\""
@@ -236,12 +232,12 @@ tune_write_plot (const Tune *t, GError **error)
                           "font-size=\"12\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
                           W, H, W, H, W, H);
   draw_title (&p, t);
-  draw_y_axis (&p);
+  draw_y_axis (&p, t);
   draw_x_axis (&p);
   draw_baseline (&p, t);
   draw_best (&p, t);
   for (guint i = 0; t->evals && i < t->evals->len; i++)
-    draw_mark (&p, g_ptr_array_index (t->evals, i));
+    draw_mark (&p, t, g_ptr_array_index (t->evals, i));
   draw_legend (&p);
   g_string_append (s, "</svg>\n");
   return g_file_set_contents (t->o.plot, s->str, (gssize) s->len, error);

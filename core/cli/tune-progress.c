@@ -1,7 +1,7 @@
 /* sedp tune — the progress on stderr (docs/tuning.md, "What is printed"): the baseline's line,
  * then a line per evaluation, or on a terminal one line redrawn in place (a bar, the count, the
- * best feasible CPU per request and the baseline's); what --resume replayed. Nothing with
- * --quiet. */
+ * best feasible CPU per request, or capacity, and the baseline's); what --resume replayed.
+ * Nothing with --quiet. */
 #include "cmd-tune.h"
 
 #include <math.h>
@@ -11,13 +11,13 @@
 #define BAR_WIDTH 20
 
 double
-tune_best_cpu (const Tune *t)
+tune_best (const Tune *t)
 {
-  double best = INFINITY;
+  double best = NAN;
   for (guint i = 0; t->evals && i < t->evals->len; i++) {
     const TuneEval *e = g_ptr_array_index (t->evals, i);
-    if (e->feasible && e->r.cpu_s_per_request < best)
-      best = e->r.cpu_s_per_request;
+    if (e->feasible && tune_better (t, tune_value (t, &e->r), best))
+      best = tune_value (t, &e->r);
   }
   return best;
 }
@@ -38,12 +38,21 @@ tune_progress_baseline (Tune *t)
   const TuneEval *b = &t->baseline;
   if (t->o.quiet)
     return;
-  fprintf (stderr, "sedp tune: baseline: cpu %.3g ms/req p99 %.3g ms%s%s\n",
-           1e3 * b->r.cpu_s_per_request, b->r.p99_ms, b->reason ? ": " : "",
-           b->reason ? b->reason : "");
+  g_autofree char *v = tune_show (t, tune_value (t, &b->r));
+  fprintf (stderr, "sedp tune: baseline: %s %s p99 %.3g ms%s%s\n", tune_objective (t)->name, v,
+           b->r.p99_ms, b->reason ? ": " : "", b->reason ? b->reason : "");
 }
 
-/* "eval 7/40: cpu 1.23 ms/req p99 45 ms feasible; best 1.10 ms/req", or why infeasible. */
+/* "5.59 ms/req", the best feasible value so far, or "none feasible". Free it. */
+static char *
+best_text (const Tune *t)
+{
+  double best = tune_best (t);
+  return isnan (best) ? g_strdup ("none feasible") : tune_show (t, best);
+}
+
+/* "eval 7/40: cpu 1.23 ms/req p99 45 ms feasible; best 1.10 ms/req" (with --maximize
+ * throughput "capacity 812 req/s …"), or why infeasible. */
 static void
 print_line (const Tune *t, const TuneEval *e)
 {
@@ -52,18 +61,10 @@ print_line (const Tune *t, const TuneEval *e)
     fprintf (stderr, "sedp tune: eval %u%s: infeasible: %s\n", e->index, of, e->reason);
     return;
   }
-  fprintf (stderr, "sedp tune: eval %u%s: cpu %.3g ms/req p99 %.3g ms %s%s%s; best %.3g ms/req\n",
-           e->index, of, 1e3 * e->r.cpu_s_per_request, e->r.p99_ms,
-           e->feasible ? "feasible" : "infeasible", e->feasible ? "" : ": ",
-           e->feasible ? "" : e->reason, 1e3 * tune_best_cpu (t));
-}
-
-/* "5.59 ms/req", the best feasible CPU per request so far, or "none feasible". Free it. */
-static char *
-best_text (const Tune *t)
-{
-  double best = tune_best_cpu (t);
-  return isfinite (best) ? g_strdup_printf ("%.3g ms/req", 1e3 * best) : g_strdup ("none feasible");
+  g_autofree char *v = tune_show (t, tune_value (t, &e->r)), *best = best_text (t);
+  fprintf (stderr, "sedp tune: eval %u%s: %s %s p99 %.3g ms %s%s%s; best %s\n", e->index, of,
+           tune_objective (t)->name, v, e->r.p99_ms, e->feasible ? "feasible" : "infeasible",
+           e->feasible ? "" : ": ", e->feasible ? "" : e->reason, best);
 }
 
 /* How much of the budget is spent, from 0 to 1. */
@@ -76,7 +77,9 @@ spent_fraction (const Tune *t)
   return CLAMP (f, 0, 1);
 }
 
-/* "\r[#####.....] 12/40 best 5.59 ms/req (baseline 6.28), 3 infeasible", over the last one. */
+/* "\r[#####.....] 12/40 cpu: best 5.59 ms/req (baseline 6.28 ms/req), 3
+ * infeasible" (with --maximize throughput "capacity: best 812 req/s (baseline 640 req/s)"), over
+ * the last one. */
 static void
 draw_bar (Tune *t)
 {
@@ -88,8 +91,9 @@ draw_bar (Tune *t)
   for (guint i = 0; i < t->evals->len; i++)
     infeasible += !((const TuneEval *) g_ptr_array_index (t->evals, i))->feasible;
   g_autofree char *of = budget_spent (t), *best_s = best_text (t);
-  fprintf (stderr, "\r[%s] %u%s best %s (baseline %.3g)", bar, t->evals->len, of, best_s,
-           1e3 * t->baseline.r.cpu_s_per_request);
+  g_autofree char *base = tune_show (t, tune_value (t, &t->baseline.r));
+  fprintf (stderr, "\r[%s] %u%s %s: best %s (baseline %s)", bar, t->evals->len, of,
+           tune_objective (t)->name, best_s, base);
   if (infeasible)
     fprintf (stderr, ", %u infeasible", infeasible);
   fputs ("\033[K", stderr); /* clears what a longer line left */
@@ -119,10 +123,10 @@ tune_progress_resumed (Tune *t)
              t->journal_path);
     return;
   }
-  g_autofree char *best = best_text (t);
-  fprintf (stderr, "sedp tune: resumed from %s: the baseline (cpu %.3g ms/req) and %u "
-           "candidate%s replayed, not measured again; best %s\n", t->journal_path,
-           1e3 * b->r.cpu_s_per_request, t->replayed, t->replayed == 1 ? "" : "s", best);
+  g_autofree char *best = best_text (t), *v = tune_show (t, tune_value (t, &b->r));
+  fprintf (stderr, "sedp tune: resumed from %s: the baseline (%s %s) and %u candidate%s "
+           "replayed, not measured again; best %s\n", t->journal_path, tune_objective (t)->name,
+           v, t->replayed, t->replayed == 1 ? "" : "s", best);
 }
 
 void

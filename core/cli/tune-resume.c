@@ -17,6 +17,7 @@ static const struct {
   {"space_sha256", "the search space", "give the same --space or [tune] group, and the same plugins"},
   {"requests", "--requests", NULL},
   {"format", "--format", NULL},
+  {"maximize", "--maximize", NULL},
   {"rate", "--rate", NULL},
   {"slo_p99_ms", "--slo-p99-ms", NULL},
   {"seed", "--seed", NULL},

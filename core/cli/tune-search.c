@@ -1,6 +1,7 @@
 /* sedp tune — the search (the journal replayed, the baseline, then ask, apply, evaluate, tell
  * and journal until the budget is spent or a signal stops it) and the final choice among the
- * best feasible candidates, re-measured. */
+ * best feasible candidates, re-measured with the baseline in interleaved rounds. Each measure is
+ * sedp_tune_evaluate() at --rate, or with --maximize throughput sedp_tune_find_capacity(). */
 #include "cmd-tune.h"
 
 #include <math.h>
@@ -25,26 +26,56 @@ tune_eval_free (gpointer e)
   g_free (e);
 }
 
-/* Sets @e's violations, feasibility and reason from its result and the worker violation. */
+/* The p99 and error violations of built @e: measured at --rate, or with --maximize throughput
+ * part of the capacity's definition, so only a capacity of 0 (no rate kept the SLO) violates. */
+static void
+judge_service (const Tune *t, TuneEval *e)
+{
+  double *v = e->violations, slo = t->o.slo_p99_ms;
+  if (t->o.throughput) {
+    v[TUNE_C_P99] = e->r.capacity_rps > 0 ? 0 : 1;
+    v[TUNE_C_ERRORS] = 0;
+  } else {
+    v[TUNE_C_P99] = MAX (0, e->r.p99_ms - slo) / slo;
+    v[TUNE_C_ERRORS] = e->r.error_share;
+  }
+}
+
+/* Why built @e, over no worker limit, breaks the SLO (NULL: it keeps it). Free it. */
+static char *
+service_reason (const Tune *t, const TuneEval *e)
+{
+  const double *v = e->violations;
+  if (v[TUNE_C_P99] > 0 && t->o.throughput)
+    return g_strdup_printf ("no rate kept the p99 within %g ms: %s", t->o.slo_p99_ms,
+                            e->r.first_error ? e->r.first_error : "?");
+  if (v[TUNE_C_P99] > 0)
+    return g_strdup_printf ("p99 %.3g ms over the SLO of %g ms", e->r.p99_ms, t->o.slo_p99_ms);
+  if (v[TUNE_C_ERRORS] > 0)
+    return g_strdup_printf ("%.3g %% of the requests not answered OK (first: %s)",
+                            100 * e->r.error_share, e->r.first_error ? e->r.first_error : "?");
+  return NULL;
+}
+
+/* Sets @e's violations, feasibility, reason and objective from its result and the worker
+ * violation. */
 static void
 judge (const Tune *t, TuneEval *e, double workers_over)
 {
   double *v = e->violations;
-  double slo = t->o.slo_p99_ms;
+  memset (v, 0, sizeof e->violations);
   v[TUNE_C_WORKERS] = workers_over;
   v[TUNE_C_BUILD] = e->r.feasible ? 0 : 1;
-  v[TUNE_C_P99] = e->r.feasible ? MAX (0, e->r.p99_ms - slo) / slo : 0;
-  v[TUNE_C_ERRORS] = e->r.feasible ? e->r.error_share : 0;
+  if (e->r.feasible)
+    judge_service (t, e);
+  e->objective = tune_told (t, &e->r);
   if (!e->r.feasible)
     e->reason = g_strdup (e->r.reason);
   else if (v[TUNE_C_WORKERS] > 0)
     e->reason = g_strdup_printf ("%.0f worker threads over max_workers %u", workers_over,
                                  sedp_tune_space_max_workers (t->space));
-  else if (v[TUNE_C_P99] > 0)
-    e->reason = g_strdup_printf ("p99 %.3g ms over the SLO of %g ms", e->r.p99_ms, slo);
-  else if (v[TUNE_C_ERRORS] > 0)
-    e->reason = g_strdup_printf ("%.3g %% of the requests not answered OK (first: %s)",
-                                 100 * e->r.error_share, e->r.first_error ? e->r.first_error : "?");
+  else
+    e->reason = service_reason (t, e);
   e->feasible = e->reason == NULL;
 }
 
@@ -71,6 +102,16 @@ tune_eval_derive (const Tune *t, TuneEval *e, double *workers_over)
     e->text = sedp_tune_space_apply (t->space, e->x, t->text, workers_over);
 }
 
+/* Measures @text into @r: at --rate, or with --maximize throughput its capacity at the SLO
+ * (searched from @t->measure.rate). */
+static gboolean
+measure_text (Tune *t, const char *text, SedpTuneResult *r, GError **error)
+{
+  if (t->o.throughput)
+    return sedp_tune_find_capacity (&t->measure, text, t->path, t->o.slo_p99_ms, r, error);
+  return sedp_tune_evaluate (&t->measure, text, t->path, r, error);
+}
+
 /* Asks, applies, evaluates, tells and journals one candidate. */
 static gboolean
 one_candidate (Tune *t, SedpCmaes *es, GError **error)
@@ -82,10 +123,9 @@ one_candidate (Tune *t, SedpCmaes *es, GError **error)
     g_assert_not_reached (); /* every candidate is told before the next is asked */
   double workers_over = 0;
   tune_eval_derive (t, e, &workers_over);
-  if (!sedp_tune_evaluate (&t->measure, e->text, t->path, &e->r, error))
+  if (!measure_text (t, e->text, &e->r, error))
     return FALSE;
   judge (t, e, workers_over);
-  e->objective = e->r.feasible ? e->r.cpu_s_per_request : NAN;
   sedp_cmaes_tell (es, e->x, e->objective, e->violations);
   tune_progress_eval (t, e);
   return tune_journal_append (t, e, error);
@@ -110,12 +150,20 @@ measure_baseline (Tune *t, GError **error)
 {
   TuneEval *b = &t->baseline;
   tune_eval_derive (t, b, NULL);
-  if (!sedp_tune_evaluate (&t->measure, b->text, t->path, &b->r, error))
+  if (!measure_text (t, b->text, &b->r, error))
     return FALSE;
   judge (t, b, 0);
-  b->objective = b->r.feasible ? b->r.cpu_s_per_request : NAN;
   tune_progress_baseline (t);
   return tune_journal_append (t, b, error);
+}
+
+/* --maximize throughput without --rate: the candidates' capacity searches start from the
+ * baseline's capacity (a good estimate), or TUNE_START_RPS when it kept the SLO at no rate. */
+static void
+set_start_rate (Tune *t)
+{
+  if (t->o.throughput && isnan (t->o.rate))
+    t->measure.rate = t->baseline.r.capacity_rps > 0 ? t->baseline.r.capacity_rps : TUNE_START_RPS;
 }
 
 /* The baseline unless replayed, then candidates while the budget (counting the replayed ones
@@ -125,6 +173,7 @@ search_loop (Tune *t, SedpCmaes *es, GError **error)
 {
   if (t->baseline.text == NULL && (tune_stopped (t) || !measure_baseline (t, error)))
     return t->signal != 0;
+  set_start_rate (t);
   t->started_us = g_get_monotonic_time () - (gint64) (1e6 * t->replayed_wall_s);
   while (!tune_stopped (t) && budget_left (t))
     if (!one_candidate (t, es, error))
@@ -146,15 +195,15 @@ tune_search (Tune *t, GError **error)
 
 /* ---- the choice ---- */
 
+/* By the objective told, the best first (the lowest CPU, or the highest capacity). */
 static int
-by_cpu (gconstpointer a, gconstpointer b)
+by_objective (gconstpointer a, gconstpointer b)
 {
   const TuneEval *x = *(TuneEval *const *) a, *y = *(TuneEval *const *) b;
-  return (x->r.cpu_s_per_request > y->r.cpu_s_per_request) -
-         (x->r.cpu_s_per_request < y->r.cpu_s_per_request);
+  return (x->objective > y->objective) - (x->objective < y->objective);
 }
 
-/* Up to TUNE_FINALISTS feasible candidates of distinct texts, the cheapest first. */
+/* Up to TUNE_FINALISTS feasible candidates of distinct texts, the best first. */
 static void
 pick_finalists (Tune *t)
 {
@@ -164,7 +213,7 @@ pick_finalists (Tune *t)
     if (e->feasible && strcmp (e->text, t->text) != 0)
       g_ptr_array_add (feasible, e);
   }
-  g_ptr_array_sort (feasible, by_cpu);
+  g_ptr_array_sort (feasible, by_objective);
   t->finalists = g_ptr_array_new ();
   for (guint i = 0; i < feasible->len && t->finalists->len < TUNE_FINALISTS; i++) {
     TuneEval *e = g_ptr_array_index (feasible, i);
@@ -176,22 +225,62 @@ pick_finalists (Tune *t)
   }
 }
 
-/* Whether re-measured @r keeps the SLO and has no more errors than the baseline's @base. */
+/* Whether re-measured @r holds: every repeat built and its median is a value (with --maximize
+ * throughput, a capacity above 0: the SLO and the errors are the capacity's definition); at
+ * --rate, its worst p99 also keeps the SLO and its worst error share is no higher than the
+ * re-measured baseline's. */
 static gboolean
-holds (const Tune *t, const SedpTuneRepeated *r, const SedpTuneRepeated *base)
+holds (const Tune *t, const SedpTuneRepeated *r)
 {
-  return r->feasible && r->worst_p99_ms <= t->o.slo_p99_ms &&
-         r->worst_error_share <= base->worst_error_share;
+  double v = tune_rep_value (t, r);
+  if (!r->feasible || isnan (v) || (t->o.throughput && v <= 0))
+    return FALSE;
+  return t->o.throughput || (r->worst_p99_ms <= t->o.slo_p99_ms &&
+                             r->worst_error_share <= t->rep[0].worst_error_share);
 }
 
-/* Whether finalist @r beats the re-measured baseline. */
+/* Whether finalist @r beats the re-measured baseline: it holds, and has the better median (or
+ * the baseline does not hold). */
 static gboolean
 beats_baseline (const Tune *t, const SedpTuneRepeated *r)
 {
-  if (!holds (t, r, &t->base_rep))
+  if (!holds (t, r))
     return FALSE;
-  return !holds (t, &t->base_rep, &t->base_rep) ||
-         r->median_cpu_s_per_request < t->base_rep.median_cpu_s_per_request;
+  return !holds (t, &t->rep[0]) ||
+         tune_better (t, tune_rep_value (t, r), tune_rep_value (t, &t->rep[0]));
+}
+
+/* Before each measure of the rounds: FALSE once a signal came; else notes the order. */
+static gboolean
+before_measure (guint candidate, guint round, gpointer data)
+{
+  Tune *t = data;
+  (void) round;
+  if (tune_stopped (t))
+    return FALSE;
+  g_array_append_val (t->order, candidate);
+  return TRUE;
+}
+
+/* The baseline and the finalists, re-measured in TUNE_REPEATS interleaved rounds into
+ * @t->rep, their order into @t->order; a signal ends the rounds before the next measure. */
+static gboolean
+remeasure (Tune *t, GError **error)
+{
+  const char *texts[1 + TUNE_FINALISTS] = {t->text};
+  guint n = 1 + t->finalists->len;
+  for (guint i = 1; i < n; i++)
+    texts[i] = ((const TuneEval *) g_ptr_array_index (t->finalists, i - 1))->text;
+  SedpTuneRounds rounds;
+  sedp_tune_rounds_init (&rounds, TUNE_REPEATS);
+  rounds.capacity_slo_p99_ms = t->o.throughput ? t->o.slo_p99_ms : 0;
+  rounds.before = before_measure;
+  rounds.user_data = t;
+  t->order = g_array_new (FALSE, FALSE, sizeof (guint));
+  if (!t->o.quiet)
+    fprintf (stderr, "sedp tune: re-measuring the baseline and %u best candidate%s in %u "
+             "interleaved rounds\n", n - 1, n == 2 ? "" : "s", TUNE_REPEATS);
+  return sedp_tune_measure_rounds (&t->measure, texts, n, t->path, &rounds, t->rep, error);
 }
 
 gboolean
@@ -200,21 +289,15 @@ tune_choose (Tune *t, GError **error)
   pick_finalists (t);
   if (t->finalists->len == 0 || tune_stopped (t))
     return TRUE;
-  if (!t->o.quiet)
-    fprintf (stderr, "sedp tune: re-measuring the baseline and %u best candidates %u times\n",
-             t->finalists->len, TUNE_REPEATS);
-  if (!sedp_tune_evaluate_repeat (&t->measure, t->text, t->path, TUNE_REPEATS, &t->base_rep, error))
+  if (!remeasure (t, error))
     return FALSE;
-  double best = INFINITY;
+  if (tune_stopped (t))
+    return TRUE;
+  double best = NAN;
   for (guint i = 0; i < t->finalists->len; i++) {
-    const TuneEval *e = g_ptr_array_index (t->finalists, i);
-    SedpTuneRepeated *r = &t->fin_rep[i];
-    if (tune_stopped (t))
-      return TRUE;
-    if (!sedp_tune_evaluate_repeat (&t->measure, e->text, t->path, TUNE_REPEATS, r, error))
-      return FALSE;
-    if (beats_baseline (t, r) && r->median_cpu_s_per_request < best) {
-      best = r->median_cpu_s_per_request;
+    const SedpTuneRepeated *r = &t->rep[1 + i];
+    if (beats_baseline (t, r) && tune_better (t, tune_rep_value (t, r), best)) {
+      best = tune_rep_value (t, r);
       t->chosen = (int) i;
     }
   }

@@ -315,44 +315,66 @@ compare_doubles (gconstpointer a, gconstpointer b)
   return (x > y) - (x < y);
 }
 
-/* The median CPU per request, the worst p99 and error share of @out's (feasible) repeats. */
+/* The median of @v's @n values (the mean of the middle two for an even count; NaN for none);
+ * sorts @v. */
+static double
+median (double *v, guint n)
+{
+  if (n == 0)
+    return NAN;
+  qsort (v, n, sizeof *v, compare_doubles);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median CPU per request and capacity, the worst p99 and error share of @out's (feasible)
+ * repeats. */
 static void
 summarize (SedpTuneRepeated *out)
 {
   guint n = out->n_repeats;
-  g_autofree double *cpu = g_new (double, n);
+  g_autofree double *cpu = g_new (double, n + 1), *capacity = g_new (double, n + 1);
   for (guint i = 0; i < n; i++) {
     const SedpTuneResult *r = &out->results[i];
     cpu[i] = r->cpu_s_per_request;
+    capacity[i] = r->capacity_rps;
     out->worst_p99_ms = MAX (out->worst_p99_ms, r->p99_ms);
     out->worst_error_share = MAX (out->worst_error_share, r->error_share);
   }
-  qsort (cpu, n, sizeof *cpu, compare_doubles);
-  out->median_cpu_s_per_request = n % 2 ? cpu[n / 2] : (cpu[n / 2 - 1] + cpu[n / 2]) / 2;
+  out->median_cpu_s_per_request = median (cpu, n);
+  out->median_capacity_rps = median (capacity, n);
 }
 
-/* Checks @repeats; FALSE with @error naming @path when out of range. */
+/* Checks @rounds; FALSE with @error naming @path when a field is out of range. */
 static gboolean
-check_repeats (guint repeats, const char *path, GError **error)
+check_rounds (const SedpTuneRounds *rounds, const char *path, GError **error)
 {
-  if (repeats >= 1 && repeats <= MAX_REPEATS)
+  if (!(rounds->capacity_slo_p99_ms >= 0)) {
+    g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
+                 "cannot measure candidate %s: capacity_slo_p99_ms %g: must be 0 (no capacity "
+                 "search) or more", path, rounds->capacity_slo_p99_ms);
+    return FALSE;
+  }
+  if (rounds->repeats >= 1 && rounds->repeats <= MAX_REPEATS)
     return TRUE;
   g_set_error (error, SEDP_TUNE_EVAL_ERROR, SEDP_TUNE_EVAL_ERROR_SETTINGS,
-               "cannot measure candidate %s: repeats %u: must be from 1 to %d", path, repeats,
-               MAX_REPEATS);
+               "cannot measure candidate %s: repeats %u: must be from 1 to %d", path,
+               rounds->repeats, MAX_REPEATS);
   return FALSE;
 }
 
 /* One more repeat of @text into @out (room for it allocated), unless @out is already
- * infeasible; FALSE with @error when the evaluation fails. */
+ * infeasible: sedp_tune_evaluate(), or sedp_tune_find_capacity() as @rounds asks; FALSE with
+ * @error when the measure fails. */
 static gboolean
 repeat_once (const SedpTuneMeasure *m, const char *text, const char *path,
-             SedpTuneRepeated *out, GError **error)
+             const SedpTuneRounds *rounds, SedpTuneRepeated *out, GError **error)
 {
   if (!out->feasible)
     return TRUE;
   SedpTuneResult *r = &out->results[out->n_repeats];
-  if (!sedp_tune_evaluate (m, text, path, r, error))
+  double slo = rounds->capacity_slo_p99_ms;
+  if (slo > 0 ? !sedp_tune_find_capacity (m, text, path, slo, r, error)
+              : !sedp_tune_evaluate (m, text, path, r, error))
     return FALSE;
   out->n_repeats++;
   out->feasible = r->feasible;
@@ -361,32 +383,64 @@ repeat_once (const SedpTuneMeasure *m, const char *text, const char *path,
   return TRUE;
 }
 
+/* The rounds' measures in order, until done or @rounds->before says stop; FALSE with @error
+ * when a measure fails. */
+static gboolean
+run_rounds (const SedpTuneMeasure *m, const char *const *texts, guint n, const char *path,
+            const SedpTuneRounds *rounds, SedpTuneRepeated *outs, GError **error)
+{
+  for (guint round = 0; round < rounds->repeats; round++)
+    for (guint k = 0; k < n; k++) {
+      guint i = (k + round) % n; /* each round starts one further along */
+      if (!outs[i].feasible)
+        continue;
+      if (rounds->before && !rounds->before (i, round, rounds->user_data))
+        return TRUE;
+      if (!repeat_once (m, texts[i], path, rounds, &outs[i], error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+void
+sedp_tune_rounds_init (SedpTuneRounds *rounds, guint repeats)
+{
+  g_return_if_fail (rounds != NULL);
+  *rounds = (SedpTuneRounds) {.repeats = repeats};
+}
+
+gboolean
+sedp_tune_measure_rounds (const SedpTuneMeasure *m, const char *const *texts, guint n,
+                          const char *path, const SedpTuneRounds *rounds,
+                          SedpTuneRepeated *outs, GError **error)
+{
+  g_return_val_if_fail (m && texts && path && rounds && outs, FALSE);
+  memset (outs, 0, n * sizeof *outs);
+  if (!check_rounds (rounds, path, error))
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    outs[i].results = g_new0 (SedpTuneResult, rounds->repeats);
+    outs[i].feasible = TRUE;
+  }
+  if (!run_rounds (m, texts, n, path, rounds, outs, error)) {
+    for (guint j = 0; j < n; j++)
+      sedp_tune_repeated_clear (&outs[j]);
+    return FALSE;
+  }
+  for (guint i = 0; i < n; i++)
+    if (outs[i].feasible)
+      summarize (&outs[i]);
+  return TRUE;
+}
+
 gboolean
 sedp_tune_evaluate_rounds (const SedpTuneMeasure *m, const char *const *texts, guint n,
                            const char *path, guint repeats, SedpTuneRepeated *outs,
                            GError **error)
 {
-  g_return_val_if_fail (m != NULL && texts != NULL && path != NULL && outs != NULL, FALSE);
-  memset (outs, 0, n * sizeof *outs);
-  if (!check_repeats (repeats, path, error))
-    return FALSE;
-  for (guint i = 0; i < n; i++) {
-    outs[i].results = g_new0 (SedpTuneResult, repeats);
-    outs[i].feasible = TRUE;
-  }
-  for (guint round = 0; round < repeats; round++)
-    for (guint k = 0; k < n; k++) {
-      guint i = (k + round) % n; /* each round starts one further along */
-      if (!repeat_once (m, texts[i], path, &outs[i], error)) {
-        for (guint j = 0; j < n; j++)
-          sedp_tune_repeated_clear (&outs[j]);
-        return FALSE;
-      }
-    }
-  for (guint i = 0; i < n; i++)
-    if (outs[i].feasible)
-      summarize (&outs[i]);
-  return TRUE;
+  SedpTuneRounds rounds;
+  sedp_tune_rounds_init (&rounds, repeats);
+  return sedp_tune_measure_rounds (m, texts, n, path, &rounds, outs, error);
 }
 
 gboolean

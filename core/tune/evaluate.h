@@ -186,19 +186,24 @@ SEDP_API gboolean sedp_tune_find_capacity (const SedpTuneMeasure *measure, const
  * @feasible: whether every repeat was feasible (the first infeasible one ends the repeats)
  * @reason: (nullable): the infeasible repeat's reason
  * @median_cpu_s_per_request: the median of the repeats' CPU-seconds per answered request (the
- *   mean of the middle two for an even count)
+ *   mean of the middle two for an even count; NaN when no repeat was measured, and for
+ *   capacity repeats, which measure no CPU)
+ * @median_capacity_rps: the median of the repeats' @capacity_rps (the same way): capacity
+ *   repeats (#SedpTuneRounds's @capacity_slo_p99_ms) only, 0 otherwise
  * @worst_p99_ms: the highest of the repeats' p99 latencies
  * @worst_error_share: the highest of the repeats' error shares
  * @n_repeats: the repeats measured (@repeats in @results)
  * @results: (array length=n_repeats): each repeat's result, in order
  *
- * What sedp_tune_evaluate_repeat() measured. Owns @results and @reason: clear with
+ * What sedp_tune_evaluate_repeat(), sedp_tune_evaluate_rounds() or sedp_tune_measure_rounds()
+ * measured. Owns @results and @reason: clear with
  * sedp_tune_repeated_clear().
  */
 typedef struct {
   gboolean feasible;
   char *reason;
   double median_cpu_s_per_request;
+  double median_capacity_rps;
   double worst_p99_ms;
   double worst_error_share;
   guint n_repeats;
@@ -249,6 +254,64 @@ SEDP_API gboolean sedp_tune_evaluate_rounds (const SedpTuneMeasure *measure,
                                              const char *const *texts, guint n, const char *path,
                                              guint repeats, SedpTuneRepeated *outs,
                                              GError **error);
+
+/**
+ * SedpTuneRoundsFunc:
+ * @candidate: the index in the texts of the candidate about to be measured
+ * @round: its round, from 0
+ * @user_data: #SedpTuneRounds's @user_data
+ *
+ * Called before each measure of sedp_tune_measure_rounds(), on the measuring thread.
+ *
+ * Returns: %TRUE to measure it; %FALSE to end the rounds there (a signal, say).
+ */
+typedef gboolean (*SedpTuneRoundsFunc) (guint candidate, guint round, gpointer user_data);
+
+/**
+ * SedpTuneRounds:
+ * @repeats: rounds, 1 to 100
+ * @capacity_slo_p99_ms: 0 (default): each measure is sedp_tune_evaluate(); more than 0: each is
+ *   sedp_tune_find_capacity() at this p99 SLO, in ms, and the summaries' @median_capacity_rps
+ *   is set
+ * @before: (nullable): called before each measure; its %FALSE ends the rounds early
+ * @user_data: @before's user data
+ *
+ * How sedp_tune_measure_rounds() measures. Initialize with sedp_tune_rounds_init(); a plain
+ * struct the caller owns.
+ */
+typedef struct {
+  guint repeats;
+  double capacity_slo_p99_ms;
+  SedpTuneRoundsFunc before;
+  gpointer user_data;
+} SedpTuneRounds;
+
+/* Sets @repeats and the defaults: sedp_tune_evaluate() measures, no @before. */
+SEDP_API void sedp_tune_rounds_init (SedpTuneRounds *rounds, guint repeats);
+
+/**
+ * sedp_tune_measure_rounds:
+ * @texts: (array length=n): the candidates, pipeline text each, all anchored at @path
+ * @n: how many, at least 1
+ * @rounds: how many rounds, what each measure is, and the hook before each
+ * @outs: (out caller-allocates) (array length=n): each candidate's repeats and summary;
+ *   overwritten (not cleared) first
+ *
+ * The rounds of sedp_tune_evaluate_rounds() (the order of its measures, a candidate's first
+ * infeasible repeat ending its repeats), each measure sedp_tune_evaluate() or, with
+ * @rounds->capacity_slo_p99_ms, sedp_tune_find_capacity(). When @rounds->before returns
+ * %FALSE the rounds end there: %TRUE, each of @outs summarising the repeats measured so far
+ * (possibly none: medians NaN), fewer than @rounds->repeats. Same thread-safety and errors as
+ * sedp_tune_evaluate_rounds() (%SEDP_TUNE_EVAL_ERROR_SETTINGS also for a negative or NaN
+ * @capacity_slo_p99_ms).
+ *
+ * Returns: %TRUE when measured, found infeasible, or ended by @rounds->before; %FALSE with
+ * @error otherwise (every @outs cleared).
+ */
+SEDP_API gboolean sedp_tune_measure_rounds (const SedpTuneMeasure *measure,
+                                            const char *const *texts, guint n, const char *path,
+                                            const SedpTuneRounds *rounds, SedpTuneRepeated *outs,
+                                            GError **error);
 
 /**
  * sedp_tune_check_workload:

@@ -3,12 +3,13 @@
  * [tune] group of two parameters writes a tuned pipeline that `sedp check` accepts and that
  * differs from its input only in the tuned values and the top comment, a JSON report of the
  * baseline and every evaluation, a journal of a header and a line per evaluation, and an SVG
- * plot of a mark per evaluation; a tune resumed from its journal with a larger budget replays
- * the recorded candidates and measures only the new ones; a resume with another seed, and a
- * new tune over an existing journal, are refused; SIGINT mid-tune exits 130 keeping the journal
- * and an interrupted report, and the tune then resumes past a journal line cut short; bad
- * options each give their error and exit 2; a space naming a missing stage stops the tune
- * before any run. */
+ * plot of a mark per evaluation, and re-measures the baseline and the finalists 3 times each in
+ * interleaved rounds; a --maximize throughput tune measures each candidate's capacity; a tune
+ * resumed from its journal with a larger budget replays the recorded candidates and measures
+ * only the new ones; a resume with another seed or in another mode, and a new tune over an
+ * existing journal, are refused; SIGINT mid-tune exits 130 keeping the journal and an
+ * interrupted report, and the tune then resumes past a journal line cut short; bad options each
+ * give their error and exit 2; a space naming a missing stage stops the tune before any run. */
 #include "test-common.h"
 #include "test-spawn.h"
 
@@ -28,14 +29,26 @@ static const char pipeline_text[] =
   "[stage pass]\nplugin = passthrough\nafter = work\n\n"
   "[tune]\nstage.work.parallelism = int 1..2\nstage.work.batch = int 1..8\n";
 
-static char *dir, *pipeline;
+/* For --maximize throughput: 3.2 ms of work per request (8 items of 400 µs), so that the
+ * capacity (a few hundred requests/s on 2 cores) is found in a few probes. */
+static const char heavy_text[] =
+  "[pipeline]\nname = heavy\ndeadline_ms = 20000\n\n"
+  "[stage reader]\nplugin = data_reader\n\n"
+  "[stage work]\nplugin = synthetic_work\nafter = reader\nparallelism = 1\nbatch = 1\n"
+  "distribution = fixed\nspin_us = 400\noutput = score\n\n"
+  "[stage pass]\nplugin = passthrough\nafter = work\n\n"
+  "[tune]\nstage.work.parallelism = int 1..2\n";
+
+static char *dir, *pipeline, *heavy;
 
 static int
 suite_init (void)
 {
   dir = g_dir_make_tmp ("sedp-tune-cli-XXXXXX", NULL);
   pipeline = dir ? g_build_filename (dir, "p.pipeline", NULL) : NULL;
-  return pipeline == NULL || !g_file_set_contents (pipeline, pipeline_text, -1, NULL);
+  heavy = dir ? g_build_filename (dir, "heavy.pipeline", NULL) : NULL;
+  return pipeline == NULL || !g_file_set_contents (pipeline, pipeline_text, -1, NULL) ||
+         !g_file_set_contents (heavy, heavy_text, -1, NULL);
 }
 
 static int
@@ -45,6 +58,7 @@ suite_clean (void)
     sedp_test_remove_tree (dir);
   g_clear_pointer (&dir, g_free);
   g_clear_pointer (&pipeline, g_free);
+  g_clear_pointer (&heavy, g_free);
   return 0;
 }
 
@@ -134,7 +148,8 @@ check_journal (const char *path, guint n)
   g_autoptr (GPtrArray) lines = journal_lines (path);
   CU_ASSERT_EQUAL_FATAL (lines->len, 2 + n);
   JsonObject *header = lines->pdata[0];
-  CU_ASSERT_EQUAL (json_object_get_int_member (header, "sedp_tune_journal"), 1);
+  CU_ASSERT_EQUAL (json_object_get_int_member (header, "sedp_tune_journal"), 2);
+  CU_ASSERT_TRUE (json_object_has_member (header, "maximize"));
   CU_ASSERT_EQUAL (json_object_get_int_member (header, "seed"), 1);
   CU_ASSERT_TRUE (json_object_has_member (header, "pipeline_sha256"));
   for (guint i = 1; i < lines->len; i++) {
@@ -190,6 +205,30 @@ load_report (JsonParser *parser, const char *path)
   return root;
 }
 
+/* The report's re-measure: the baseline (index 0) and each finalist 3 times, whose @field has 3
+ * values and a median, measured in interleaved rounds: each round once each, round r starting
+ * one further along (0 1 2, 1 2 0, …). */
+static void
+check_remeasure (JsonObject *root, const char *field)
+{
+  JsonArray *rem = json_object_get_array_member (root, "remeasured");
+  JsonArray *order = json_object_get_array_member (root, "remeasure_order");
+  guint n = json_array_get_length (rem);
+  CU_ASSERT_FATAL (n >= 1 && json_array_get_length (order) == 3 * n);
+  CU_ASSERT_EQUAL (json_object_get_int_member (json_array_get_object_element (rem, 0), "index"), 0);
+  for (guint i = 0; i < n; i++) {
+    JsonObject *r = json_array_get_object_element (rem, i);
+    CU_ASSERT_EQUAL (json_array_get_length (json_object_get_array_member (r, field)), 3);
+    CU_ASSERT_TRUE (json_object_has_member (r, "median"));
+  }
+  for (guint round = 0; round < 3; round++)
+    for (guint k = 0; k < n; k++) {
+      JsonObject *want = json_array_get_object_element (rem, (k + round) % n);
+      CU_ASSERT_EQUAL (json_array_get_int_element (order, round * n + k),
+                       json_object_get_int_member (want, "index"));
+    }
+}
+
 static void
 test_short_tune (void)
 {
@@ -206,13 +245,69 @@ test_short_tune (void)
   SEDP_ASSERT_CONTAINS (r.err, "baseline: cpu ");
   SEDP_ASSERT_CONTAINS (r.err, "the journal ");
   SEDP_ASSERT_CONTAINS (r.out, "cpu per request");
+  SEDP_ASSERT_CONTAINS (r.err, "3 interleaved rounds");
   check_tuned_file (out);
   check_report (report);
   check_journal (journal, 6);
   check_plot (plot, 6);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = load_report (parser, report);
+  CU_ASSERT_TRUE (json_array_get_length (json_object_get_array_member (root, "remeasured")) >= 2);
+  check_remeasure (root, "cpu_s_per_request");
   g_auto (SedpTestRun) c;
   spawn_sedp (&c, "check", out, NULL);
   SEDP_ASSERT_EXIT (c, 0);
+}
+
+/* Member @name of member @object of @root, a number (0 when null or absent). */
+static double
+member_number (JsonObject *root, const char *object, const char *name)
+{
+  JsonObject *o = json_object_get_object_member (root, object);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (o);
+  JsonNode *v = json_object_get_member (o, name);
+  return v && JSON_NODE_HOLDS_VALUE (v) ? json_node_get_double (v) : 0;
+}
+
+/* --maximize throughput without --rate, probes of 0.1 s, random search (seed 1 draws
+ * parallelism 2, 2, 1: one finalist besides the baseline, whose start is 1): the baseline's
+ * capacity and the chosen one's above 0, in the progress, the table and the report; the two
+ * re-measured in interleaved rounds; the tuned file passes `sedp check`; the journal's header
+ * names the mode, and a resume without it is refused. About 10 s. */
+static void
+test_throughput (void)
+{
+  g_autofree char *out = in_dir ("heavy-tuned.pipeline"), *report = in_dir ("heavy.json");
+  g_autofree char *journal = in_dir ("heavy-tuned.pipeline.journal"), *plot = in_dir ("heavy.svg");
+  g_auto (SedpTestRun) r;
+  spawn_sedp (&r, "tune", heavy, "--maximize", "throughput", "--slo-p99-ms", "50",
+              "--budget-evals", "3", "--warmup-s", "0", "--measure-s", "0.1", "--method", "random",
+              "-o", out, "--report", report, "--plot", plot, NULL);
+  SEDP_ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_CONTAINS (r.err, "baseline: capacity ");
+  SEDP_ASSERT_CONTAINS (r.err, " req/s");
+  SEDP_ASSERT_CONTAINS (r.err, "1 best candidate in 3 interleaved rounds");
+  SEDP_ASSERT_CONTAINS (r.out, "capacity (req/s, median)");
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = load_report (parser, report);
+  CU_ASSERT_STRING_EQUAL (json_object_get_string_member (root, "maximize"), "throughput");
+  CU_ASSERT (member_number (root, "baseline", "capacity_rps") > 0);
+  CU_ASSERT (member_number (root, "chosen", "median_capacity_rps") > 0);
+  CU_ASSERT (member_number (root, "chosen", "baseline_median_capacity_rps") > 0);
+  CU_ASSERT_EQUAL (json_array_get_length (json_object_get_array_member (root, "remeasured")), 2);
+  check_remeasure (root, "capacity_rps");
+  check_journal (journal, 3);
+  check_plot (plot, 3);
+  g_auto (SedpTestRun) c;
+  spawn_sedp (&c, "check", out, NULL);
+  SEDP_ASSERT_EXIT (c, 0);
+  g_auto (SedpTestRun) cpu;
+  spawn_sedp (&cpu, "tune", heavy, "--rate", "100", "--slo-p99-ms", "50", "--budget-evals", "3",
+              "--warmup-s", "0", "--measure-s", "0.1", "--method", "random", "-o", out,
+              "--resume", NULL);
+  SEDP_ASSERT_EXIT (cpu, 1);
+  SEDP_ASSERT_CONTAINS (cpu.err, "'maximize'");
+  SEDP_ASSERT_CONTAINS (cpu.err, "give --maximize throughput");
 }
 
 /* `sedp tune` on the test pipeline at 0.3 s a measure with the arguments @first… (NULL-ended). */
@@ -377,6 +472,7 @@ test_bad_options (void)
     {{"--budget-evals", "3", "--method", "annealing"}, "--method 'annealing'"},
     {{"--budget-evals", "3", "--format", "xml"}, "--format 'xml'"},
     {{"--budget-evals", "3", "--seed", "-4"}, "--seed -4"},
+    {{"--budget-evals", "3", "--maximize", "latency"}, "--maximize 'latency'"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     /* defaults for what a case does not give; GOption keeps the last of a repeated option */
@@ -425,6 +521,7 @@ main (void)
     return 1;
   CU_pSuite s = CU_add_suite ("tune-cli", suite_init, suite_clean);
   CU_add_test (s, "a short tune writes the tuned pipeline and the report", test_short_tune);
+  CU_add_test (s, "--maximize throughput tunes for each candidate's capacity", test_throughput);
   CU_add_test (s, "a tune resumed from its journal measures only the new candidates", test_resume);
   CU_add_test (s, "SIGINT keeps the journal and an interrupted report; the tune resumes", test_interrupt);
   CU_add_test (s, "bad options each give their error", test_bad_options);
