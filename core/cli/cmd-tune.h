@@ -25,6 +25,9 @@ enum {
  * baseline). */
 #define TUNE_FINALISTS 3
 #define TUNE_REPEATS 3
+/* A candidate whose measure is the best so far or within this share of it is measured once
+ * more (one 2 s measure of the CTR example varies by ±7 % from the next). */
+#define TUNE_CLOSE 0.07
 
 /* --maximize throughput without --rate: where the baseline's capacity search starts, and the
  * candidates' when the baseline kept the SLO at no rate. */
@@ -54,6 +57,7 @@ typedef struct {
   double objective; /* what the optimiser was told: CPU-seconds per request, or with --maximize
                      * throughput 1 / capacity_rps (NaN: none); the baseline's is not told */
   double violations[TUNE_N_CONSTRAINTS];
+  guint measures;    /* 2 when a close call was measured again (TUNE_CLOSE), its result the two folded */
   gboolean feasible; /* built, and every constraint held */
   char *reason;      /* why not feasible; NULL when feasible */
 } TuneEval;

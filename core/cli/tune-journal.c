@@ -181,6 +181,8 @@ tune_journal_eval (const Tune *t, const TuneEval *e)
   json_builder_add_int_value (b, e->index);
   add_point (b, t, e);
   add_number (b, "objective", e->objective);
+  json_builder_set_member_name (b, "measures");
+  json_builder_add_int_value (b, e->measures);
   json_builder_set_member_name (b, "violations");
   json_builder_begin_array (b);
   for (guint i = 0; i < TUNE_N_CONSTRAINTS; i++)
@@ -304,6 +306,7 @@ tune_journal_parse_eval (const Tune *t, JsonObject *o, guint line, GError **erro
   if (e->index > 0)
     get_numbers (&rd, o, "x", sedp_tune_space_n_params (t->space), -INFINITY, e->x);
   e->objective = get_number (&rd, o, "objective");
+  e->measures = (guint) CLAMP (json_object_get_int_member_with_default (o, "measures", 1), 0, 2);
   get_numbers (&rd, o, "violations", TUNE_N_CONSTRAINTS, 0, e->violations);
   e->feasible = get_bool (&rd, o, "feasible");
   e->reason = get_string (&rd, o, "reason");

@@ -132,6 +132,8 @@ add_eval (JsonBuilder *b, const Tune *t, const TuneEval *e)
   add_number (b, "cpu_s_per_request", e->r.feasible ? e->r.cpu_s_per_request : NAN);
   add_number (b, "capacity_rps", e->r.feasible && t->o.throughput ? e->r.capacity_rps : NAN);
   add_number (b, "p99_ms", e->r.feasible ? e->r.p99_ms : NAN);
+  json_builder_set_member_name (b, "measures");
+  json_builder_add_int_value (b, e->measures);
   json_builder_set_member_name (b, "errors");
   json_builder_add_int_value (b, (gint64) e->r.errors);
   add_number (b, "error_share", e->r.error_share);

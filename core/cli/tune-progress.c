@@ -62,9 +62,10 @@ print_line (const Tune *t, const TuneEval *e)
     return;
   }
   g_autofree char *v = tune_show (t, tune_value (t, &e->r)), *best = best_text (t);
-  fprintf (stderr, "sedp tune: eval %u%s: %s %s p99 %.3g ms %s%s%s; best %s\n", e->index, of,
-           tune_objective (t)->name, v, e->r.p99_ms, e->feasible ? "feasible" : "infeasible",
-           e->feasible ? "" : ": ", e->feasible ? "" : e->reason, best);
+  fprintf (stderr, "sedp tune: eval %u%s: %s %s p99 %.3g ms%s %s%s%s; best %s\n", e->index, of,
+           tune_objective (t)->name, v, e->r.p99_ms, e->measures > 1 ? " (measured twice)" : "",
+           e->feasible ? "feasible" : "infeasible", e->feasible ? "" : ": ",
+           e->feasible ? "" : e->reason, best);
 }
 
 /* How much of the budget is spent, from 0 to 1. */
