@@ -25,6 +25,8 @@ enum {
  * baseline). */
 #define TUNE_FINALISTS 3
 #define TUNE_REPEATS 3
+/* How many times longer than a candidate's measure each of the final re-measures is. */
+#define TUNE_FINAL_LONGER 2
 /* A candidate whose measure is the best so far or within this share of it is measured once
  * more (one 2 s measure of the CTR example varies by ±7 % from the next). */
 #define TUNE_CLOSE 0.07

@@ -308,7 +308,8 @@ before_measure (guint candidate, guint round, gpointer data)
 }
 
 /* The baseline and the finalists, re-measured in TUNE_REPEATS interleaved rounds into
- * @t->rep, their order into @t->order; a signal ends the rounds before the next measure. */
+ * @t->rep, their order into @t->order, each measure TUNE_FINAL_LONGER times as long as the
+ * search's; a signal ends the rounds before the next measure. */
 static gboolean
 remeasure (Tune *t, GError **error)
 {
@@ -325,7 +326,9 @@ remeasure (Tune *t, GError **error)
   if (!t->o.quiet)
     fprintf (stderr, "sedp tune: re-measuring the baseline and %u best candidate%s in %u "
              "interleaved rounds\n", n - 1, n == 2 ? "" : "s", TUNE_REPEATS);
-  return sedp_tune_measure_rounds (&t->measure, texts, n, t->path, &rounds, t->rep, error);
+  SedpTuneMeasure longer = t->measure;
+  longer.duration_s *= TUNE_FINAL_LONGER;
+  return sedp_tune_measure_rounds (&longer, texts, n, t->path, &rounds, t->rep, error);
 }
 
 gboolean
