@@ -6,12 +6,15 @@
 #include <math.h>
 #include <string.h>
 
-/* Every stage's runtime keys, and their ranges (parallelism's top: the machine's cores). */
-static const struct {
+/* A runtime key's default range. */
+typedef struct {
   const char *key;
   double low, high;
   gboolean log;
-} stage_defaults[] = {
+} DefaultRange;
+
+/* Every stage's runtime keys, and their ranges (parallelism's top, 0: the machine's cores). */
+static const DefaultRange stage_defaults[] = {
   {"parallelism", 1, 0, FALSE},
   {"batch", 1, 64, TRUE},
   {"batch_timeout_us", 0, 4000, TRUE},
@@ -20,11 +23,7 @@ static const struct {
 /* The [pipeline] keys: the rows per frame, and how long an idle worker polls its channel before
  * it sleeps (its CPU is spent whether work comes or not: on the CTR example, eight workers
  * polling 50 µs after each frame). */
-static const struct {
-  const char *key;
-  double low, high;
-  gboolean log;
-} pipeline_defaults[] = {
+static const DefaultRange pipeline_defaults[] = {
   {"frame_rows", 16, 256, TRUE},
   {"idle_spin_us", 0, 1000, TRUE},
 };
