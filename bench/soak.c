@@ -1243,19 +1243,9 @@ main (int argc, char **argv)
 
   g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
   bench_paths (&build, &src, &sedp, &data);
-  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-300", data);
-
   /* 1. the data (as bench/run e2e prepares it, in the same folder) */
-  if (!g_file_test (stamp, G_FILE_TEST_EXISTS)) {
-    g_autofree char *prep = g_build_filename (src, "examples", "ctr", "prepare", NULL);
-    g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
-    char *pargv[] = {prep, "--requests", "64", "--items", "300", out_opt, NULL};
-    g_autofree char *out = bench_run_capture (pargv);
-    if (out == NULL)
-      return 1;
-    fputs (out, stderr);
-    g_file_set_contents (stamp, "", 0, NULL);
-  }
+  if (!bench_prepare_ctr (src, data, 300))
+    return 1;
 
   /* 2. Redis, with the cube pushed and saved to its dump.rdb */
   RedisServer *redis = redis_server_new (FALSE, &error);

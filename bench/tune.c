@@ -45,23 +45,6 @@ typedef struct {
 
 /* ---- the example and the default configuration ---- */
 
-/* Step 1: the example's data, prepared once. */
-static gboolean
-prepare_data (const Bench *b)
-{
-  g_autofree char *stamp = g_build_filename (b->data, ".prepared-300", NULL);
-  if (g_file_test (stamp, G_FILE_TEST_EXISTS))
-    return TRUE;
-  g_autofree char *prepare = g_build_filename (b->src, "examples", "ctr", "prepare", NULL);
-  g_autofree char *out_opt = g_strdup_printf ("--out=%s", b->data);
-  char *argv[] = {prepare, "--requests", "64", "--items", "300", out_opt, NULL};
-  g_autofree char *o = bench_run_capture (argv);
-  if (o == NULL)
-    return FALSE;
-  fputs (o, stderr);
-  return g_file_set_contents (stamp, "", 0, NULL);
-}
-
 /* Step 2: bench/ctr-default.pipeline with its data paths at @b->data, written to the tmp dir. */
 static gboolean
 write_default (Bench *b)
@@ -296,7 +279,7 @@ setup (Bench *b)
   bench_paths (&build, &b->src, &b->sedp, &b->data);
   g_autoptr (GError) error = NULL;
   b->tmp = g_dir_make_tmp ("sedp-tune-XXXXXX", &error);
-  if (b->tmp == NULL || !prepare_data (b) || !write_default (b))
+  if (b->tmp == NULL || !bench_prepare_ctr (b->src, b->data, 300) || !write_default (b))
     return FALSE;
   g_auto (GStrv) path = sedp_registry_default_path ();
   b->registry = sedp_registry_new ((const char *const *) path);
