@@ -196,20 +196,10 @@ main (int argc, char **argv)
 
   g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
   bench_paths (&build, &src, &sedp, &data);
-  g_autofree char *items_s = g_strdup_printf ("%d", items);
-  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%d", data, items);
 
   /* 1. the data */
-  if (!g_file_test (stamp, G_FILE_TEST_EXISTS)) {
-    g_autofree char *prepare = g_build_filename (src, "examples", "ctr", "prepare", NULL);
-    g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
-    char *pargv[] = {prepare, "--requests", "64", "--items", items_s, out_opt, NULL};
-    g_autofree char *o = bench_run_capture (pargv);
-    if (o == NULL)
-      return 1;
-    fputs (o, stderr);
-    g_file_set_contents (stamp, "", 0, NULL);
-  }
+  if (!bench_prepare_ctr (src, data, (guint) items))
+    return 1;
 
   /* 2. the pipeline copy */
   g_autofree char *pl_src = g_build_filename (src, "pipelines", "ctr.pipeline", NULL);

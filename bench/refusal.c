@@ -495,37 +495,8 @@ print_results (double idle)
 
 /* ---- set-up: the data, the pipeline copy, the server ---- */
 
-/* Runs @argv with its stdout on our stderr; FALSE (said on stderr) on failure. */
-static gboolean
-run_logged (char **argv)
-{
-  g_autofree char *cmd = g_strjoinv (" ", argv);
-  fprintf (stderr, "refusal: %s\n", cmd);
-  g_autofree char *out = NULL;
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error) ||
-      !g_spawn_check_wait_status (status, &error)) {
-    fprintf (stderr, "refusal: %s: %s\n", argv[0], error->message);
-    return FALSE;
-  }
   fputs (out, stderr);
   return TRUE;
-}
-
-/* The CTR example under @data, prepared as bench/run e2e and soak do (the same stamp file). */
-static gboolean
-prepare_data (const char *src, const char *data)
-{
-  g_autofree char *stamp = g_build_filename (data, ".prepared-300", NULL);
-  if (g_file_test (stamp, G_FILE_TEST_EXISTS))
-    return TRUE;
-  g_autofree char *prep = g_build_filename (src, "examples", "ctr", "prepare", NULL);
-  g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
-  char *argv[] = {prep, "--requests", "64", "--items", "300", out_opt, NULL};
-  if (!run_logged (argv))
-    return FALSE;
-  return g_file_set_contents (stamp, "", 0, NULL);
 }
 
 /* Writes pipelines/ctr.pipeline with its data paths pointing at @data into @tmp; returns the
@@ -672,7 +643,7 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
   bench_paths (&build, &src, &sedp, &data);
-  if (!prepare_data (src, data))
+  if (!bench_prepare_ctr (src, data, 300))
     return 1;
   g_autofree char *tmp = g_dir_make_tmp ("sedp-refusal-XXXXXX", NULL);
   g_autofree char *pl = tmp ? write_pipeline (src, data, tmp) : NULL;
