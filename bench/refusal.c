@@ -495,10 +495,6 @@ print_results (double idle)
 
 /* ---- set-up: the data, the pipeline copy, the server ---- */
 
-  fputs (out, stderr);
-  return TRUE;
-}
-
 /* Writes pipelines/ctr.pipeline with its data paths pointing at @data into @tmp; returns the
  * copy's path, or NULL. */
 static char *
