@@ -137,6 +137,17 @@ cmd_info (int argc, char **argv)
     printf ("flops/row:   unavailable: %s\n", error->message);
     return 0;
   }
+  g_autoptr (GString) params_named = g_string_new (NULL);
+  for (guint i = 0; i < sedp_nn_plan_get_n_inputs (plan); i++)
+    if (sedp_nn_plan_input_is_parameter (plan, i))
+      g_string_append_printf (params_named, "%s'%s'", params_named->len ? ", " : "",
+                              sedp_nn_plan_get_input (plan, i)->name);
+  if (params_named->len) { /* nothing is compiled before the parameters' values are known */
+    printf ("flops/row:   unavailable: the plan is specialised at run time on the values of %s\n",
+            params_named->str);
+    sedp_nn_plan_free (plan);
+    return 0;
+  }
   double flops = sedp_nn_plan_get_flops (plan) / (double) batch;
   printf ("flops/row:   %.0f (%.3f MFLOP)\n", flops, flops / 1e6);
   printf ("arena:       %zu bytes at batch %" G_GINT64_FORMAT "\n",

@@ -358,6 +358,15 @@ probe (ModelInference *mi, GError **error)
     return FALSE;
   }
   gboolean ok = TRUE;
+  for (guint i = 0; i < sedp_nn_plan_get_n_inputs (plan) && ok; i++)
+    if (sedp_nn_plan_input_is_parameter (plan, i)) {
+      g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
+                   "model %s: graph input '%s' is read where a constant is needed (a shape, axes, "
+                   "bounds): the stage feeds inputs from columns, row by row; make it an "
+                   "initializer of the model",
+                   mi->model_path, sedp_nn_plan_get_input (plan, i)->name);
+      ok = FALSE;
+    }
   for (guint k = 0; k < mi->n_out && ok; k++) {
     const SedpNnTensor *t = sedp_nn_plan_get_output (plan, mi->out[k].index);
     guint64 width = 1;

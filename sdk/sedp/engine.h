@@ -132,7 +132,16 @@ SEDP_API gboolean sedp_nn_model_check (const SedpNnModel *model, GError **error)
  * symbolic, takes the value @batch, and so does any other symbolic dimension with the same name
  * as the first input's first one; any other symbolic dimension is an UNSUPPORTED error. A model
  * whose first input has a fixed first dimension accepts only that batch (SHAPE error). Errors:
- * UNSUPPORTED, SHAPE, INVALID. */
+ * UNSUPPORTED, SHAPE, INVALID.
+ *
+ * Parameters given at run time: when a node needs, at compile time, the value of something
+ * computed from graph inputs (a Reshape's shape, Slice's starts, Clip's bounds, …), those graph
+ * inputs become the plan's *parameters* (each of at most 65 536 elements; a larger one is an
+ * UNSUPPORTED error). Such a plan compiles nothing here: each run compiles, or finds among the 16
+ * it keeps, the plan specialised on the parameters' values, so the first run with new values is
+ * slow and later ones are not. Errors that depend on those values (a shape that does not fit)
+ * come from sedp_nn_plan_run. Until the first run, its outputs' shapes are the graph's declared
+ * ones (possibly -1), its FLOPs and arena 0; after a run, those of the last run's plan. */
 SEDP_API SedpNnPlan *sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error);
 SEDP_API void sedp_nn_plan_free (SedpNnPlan *plan);
 
@@ -155,6 +164,10 @@ SEDP_API const SedpNnTensor *sedp_nn_plan_get_output (const SedpNnPlan *plan, gu
  */
 SEDP_API gboolean sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs,
                                     guint n_outputs, SedpNnTensor *outputs, GError **error);
+
+/* Whether graph input @index is a parameter of the plan (see sedp_nn_plan_new): its value, not
+ * only its shape, selects the plan a run uses. */
+SEDP_API gboolean sedp_nn_plan_input_is_parameter (const SedpNnPlan *plan, guint index);
 
 /* Floating-point operations of one run (multiply-adds count 2), and per row. */
 SEDP_API double sedp_nn_plan_get_flops (const SedpNnPlan *plan);

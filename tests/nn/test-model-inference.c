@@ -936,6 +936,18 @@ test_create_errors (void)
   CU_ASSERT_TRUE_FATAL (sedp_nn_model_save (m, scalar, NULL));
   sedp_nn_model_unref (m);
   expect_create_error (scalar, NULL, "total", "batch");
+
+  /* a graph input read where a constant is needed: plans specialised at run time are not fed */
+  m = tb_new (13);
+  tb_input (m, "x", SEDP_NN_FLOAT, 2, I64 (-1, 2));
+  tb_input (m, "lo", SEDP_NN_FLOAT, 2, I64 (-1, 1));
+  tb_node (m, "ReduceSum", "first", "lo", "lo1");
+  tb_node (m, "Clip", "clip", "x,lo1", "y");
+  tb_output (m, "y", SEDP_NN_FLOAT, -1, NULL);
+  g_autofree char *param = g_build_filename (tmp_dir, "param.onnx", NULL);
+  CU_ASSERT_TRUE_FATAL (sedp_nn_model_save (m, param, NULL));
+  sedp_nn_model_unref (m);
+  expect_create_error (param, "inputs = x=item, lo=item\n", "'lo'", "initializer");
 }
 
 /* ---- main ---- */

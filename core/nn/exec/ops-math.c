@@ -239,9 +239,12 @@ const_scalar (OpCtx *c, guint k, float *out, GError **error)
   Value *v = op_in (c, k);
   if (v == NULL)
     return TRUE;
-  if (v->kind != VALUE_CONST || v->dtype != SEDP_NN_FLOAT || v->numel != 1) {
+  if (!nn_require_const (c, k, error))
+    return FALSE;
+  if (v->dtype != SEDP_NN_FLOAT || v->numel != 1) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
-                   "input %u must be a constant float scalar", k);
+                   "input %u must be a float scalar, is %s of %" G_GINT64_FORMAT " elements", k,
+                   sedp_nn_dtype_name (v->dtype), v->numel);
     return FALSE;
   }
   *out = *(const float *) v->data;
@@ -373,7 +376,9 @@ nn_prepare_batchnorm (OpCtx *c, GError **error)
   gint64 ch = x->dims[1];
   for (guint k = 1; k <= 4; k++) {
     Value *v = op_in (c, k);
-    if (v == NULL || v->kind != VALUE_CONST || v->dtype != SEDP_NN_FLOAT || v->numel != ch) {
+    if (!nn_require_const (c, k, error))
+      return FALSE;
+    if (v == NULL || v->dtype != SEDP_NN_FLOAT || v->numel != ch) {
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node,
                      "scale, B, mean and var must be constant float vectors of %" G_GINT64_FORMAT
                      " channels",

@@ -97,6 +97,32 @@ make_view (OpCtx *c, int rank, const gint64 *dims, GError **error)
   return TRUE;
 }
 
+/* Dropout is the identity in inference: training_mode absent or false, or a ratio of 0 (ONNX:
+ * nothing is dropped). Training with a ratio above 0 drops at random and is refused. */
+static gboolean
+dropout_is_identity (OpCtx *c, GError **error)
+{
+  Value *ratio = op_in (c, 1), *training = op_in (c, 2);
+  if (training == NULL)
+    return TRUE;
+  if (!nn_require_const (c, 2, error) || (ratio && !nn_require_const (c, 1, error)))
+    return FALSE;
+  if (training->numel != 1 || training->dtype != SEDP_NN_BOOL) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "training_mode must be a bool scalar");
+    return FALSE;
+  }
+  gboolean train = *(const guint8 *) training->data != 0;
+  gboolean zero = ratio && ratio->numel == 1 && ratio->dtype == SEDP_NN_FLOAT &&
+                  *(const float *) ratio->data == 0.0f;
+  if (train && !zero) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                   "training_mode is true with a ratio above 0: dropout at random is training, not "
+                   "inference (export the model in eval mode)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean
 nn_prepare_identity (OpCtx *c, GError **error)
 {
@@ -105,18 +131,17 @@ nn_prepare_identity (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "needs an input");
     return FALSE;
   }
-  if (c->node->n_outputs > 1 && c->node->outputs[1][0]) {
-    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "the mask output of Dropout");
+  if (!dropout_is_identity (c, error) || !make_view (c, x->rank, x->dims, error))
     return FALSE;
+  if (c->node->n_outputs > 1 && c->node->outputs[1][0]) { /* Dropout's mask: nothing dropped */
+    Value *mask = op_out (c, 1);
+    nn_set_shape (mask, SEDP_NN_BOOL, x->rank, x->dims);
+    mask->kind = VALUE_CONST;
+    mask->data = g_malloc (MAX (mask->numel, 1));
+    memset (mask->data, 1, mask->numel);
+    mask->owned_data = TRUE;
   }
-  Value *training = op_in (c, 2);
-  if (training && (training->kind != VALUE_CONST || training->numel != 1 ||
-                   training->dtype != SEDP_NN_BOOL || *(const guint8 *) training->data != 0)) {
-    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
-                   "training_mode must be a constant false (inference only)");
-    return FALSE;
-  }
-  return make_view (c, x->rank, x->dims, error);
+  return TRUE;
 }
 
 gboolean

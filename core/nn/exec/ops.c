@@ -39,15 +39,56 @@ nn_attr_float (const SedpNnNode *node, const char *name, float dflt)
   return a && a->type == SEDP_NN_ATTR_FLOAT ? a->f : dflt;
 }
 
+/* Adds the graph inputs that value @v is computed from to @wanted (depth-first over the steps
+ * made so far; @seen marks visited values). */
+static void
+collect_inputs (const Plan *p, int v, guint8 *seen, GArray *wanted)
+{
+  if (v < 0 || seen[v])
+    return;
+  seen[v] = 1;
+  const Value *val = &p->values[v];
+  if (val->kind == VALUE_INPUT) {
+    guint idx = (guint) val->input_index;
+    for (guint i = 0; i < wanted->len; i++)
+      if (g_array_index (wanted, guint, i) == idx)
+        return;
+    g_array_append_val (wanted, idx);
+  } else if (val->kind == VALUE_ALIAS) {
+    collect_inputs (p, val->alias_of, seen, wanted);
+  } else if (val->kind == VALUE_TEMP && val->def_step >= 0) {
+    const Step *s = &g_array_index (p->steps, Step, val->def_step);
+    for (guint k = 0; k < s->n_in; k++)
+      collect_inputs (p, s->in[k], seen, wanted);
+  }
+}
+
+gboolean
+nn_require_const (OpCtx *c, guint k, GError **error)
+{
+  Value *v = op_in (c, k);
+  if (v == NULL || v->kind == VALUE_CONST)
+    return TRUE;
+  if (c->plan->wanted) {
+    g_autofree guint8 *seen = g_new0 (guint8, c->plan->n_values);
+    collect_inputs (c->plan, c->step->in[k], seen, c->plan->wanted);
+  }
+  nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                 "input %u ('%s') must be a constant (computed from initializers and shapes)", k,
+                 v->name);
+  return FALSE;
+}
+
 gboolean
 nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error)
 {
   Value *v = op_in (c, k);
-  if (v == NULL || v->kind != VALUE_CONST) {
-    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
-                   "input %u must be a constant (computed from initializers and shapes)", k);
+  if (v == NULL) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "input %u is missing", k);
     return FALSE;
   }
+  if (!nn_require_const (c, k, error))
+    return FALSE;
   if (v->dtype != SEDP_NN_INT64 && v->dtype != SEDP_NN_INT32) {
     nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "input %u must be int64 or int32, is %s", k,
                    sedp_nn_dtype_name (v->dtype));

@@ -80,6 +80,9 @@ struct _Plan {
   SedpNnTensor *output_info;
   GArray *input_aliases; /* value indexes of aliases whose root is a graph input */
   double flops;
+  GArray *wanted;       /* while compiling: graph input indexes (guint) whose values a node needed
+                         * at plan time (nn_require_const); read by plan-special.c */
+  struct _Special *special; /* non-NULL: a shell plan specialised at run time (plan-special.c) */
 };
 
 /* The builder's view while compiling one node. */
@@ -146,6 +149,13 @@ void nn_node_error (GError **error, int code, const SedpNnNode *node, const char
 gint64 nn_attr_int (const SedpNnNode *node, const char *name, gint64 dflt);
 float nn_attr_float (const SedpNnNode *node, const char *name, float dflt);
 
+/* Checks that input @k of the node is known at plan time: an initializer, a Constant, a value
+ * folded from them, or a graph input the plan is specialised on. When it is not, records the
+ * graph inputs it is computed from in the plan's wanted list (so that sedp_nn_plan_new makes a
+ * plan specialised on their values at run time, plan-special.c) and fails with
+ * SEDP_NN_ERROR_UNSUPPORTED: "input K must be a constant …". A missing optional input passes. */
+gboolean nn_require_const (OpCtx *c, guint k, GError **error);
+
 /* Reads a constant int64 (or int32) input as a list; FALSE with an error if it is not constant. */
 gboolean nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error);
 
@@ -173,6 +183,30 @@ void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
 gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
 void nn_free_step_params (Step *step);
+
+/* ---- compiling (plan.c) and plans specialised on parameters given at run time (plan-special.c) ---- */
+
+/* Compiles @model at @batch. @param_data (nullable, one entry per graph input) gives the values
+ * of the graph inputs the plan is specialised on: those inputs become constants (copied). When a
+ * node needs the value of another graph input, its index is added to @wanted (nullable) and the
+ * compile fails. */
+Plan *nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GArray *wanted,
+                       GError **error);
+/* Checks a run's inputs against the plan's dtypes and shapes. */
+gboolean nn_plan_check_inputs (const Plan *p, guint n_inputs, const SedpNnTensor *inputs, GError **error);
+
+typedef struct _Special Special;
+/* Makes @shell (a plan with its inputs bound and no steps) a plan specialised at run time on the
+ * graph inputs @wanted. FALSE with @error when one of them is too large to be a parameter. */
+gboolean nn_special_attach (Plan *shell, GArray *wanted, GError **error);
+/* Runs a specialised plan: finds or compiles the plan for the parameters' values, runs it. */
+gboolean nn_special_run (Plan *shell, guint n_inputs, const SedpNnTensor *inputs, guint n_outputs,
+                         SedpNnTensor *outputs, GError **error);
+/* The plan of the last run of a specialised plan (itself before the first run, or if not one). */
+const Plan *nn_special_current (const Plan *p);
+/* Appends a line about the parameters to a description (nothing for an ordinary plan). */
+void nn_special_describe (const Plan *p, GString *out);
+void nn_special_free (Special *special);
 
 /* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */
 void nn_pack_weights (Plan *p);

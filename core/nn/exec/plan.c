@@ -103,6 +103,7 @@ plan_clear (Plan *p)
   g_free (p->output_info);
   if (p->input_aliases)
     g_array_unref (p->input_aliases);
+  nn_special_free (p->special);
   if (p->model)
     sedp_nn_model_unref (p->model);
 }
@@ -145,9 +146,9 @@ alias_root (const Plan *p, int v)
 }
 
 /* Binds the graph inputs: symbolic dims named like input 0's first dim (or unnamed first dims)
- * take the batch size. */
+ * take the batch size. An input with @param_data[i] set is a constant of that value (copied). */
 static gboolean
-bind_inputs (Plan *p, gint64 batch, GError **error)
+bind_inputs (Plan *p, gint64 batch, gconstpointer const *param_data, GError **error)
 {
   const SedpNnModel *m = p->model;
   const char *batch_param = m->n_inputs && m->inputs[0].rank > 0 ? m->inputs[0].dim_params[0] : NULL;
@@ -196,6 +197,11 @@ bind_inputs (Plan *p, gint64 batch, GError **error)
     nn_set_shape (&p->values[v], vi->dtype, vi->rank, dims);
     p->values[v].kind = VALUE_INPUT;
     p->values[v].input_index = (int) i;
+    if (param_data && param_data[i]) { /* a parameter: its value is part of the plan */
+      p->values[v].kind = VALUE_CONST;
+      p->values[v].data = g_memdup2 (param_data[i], MAX ((gsize) p->values[v].numel * sedp_nn_dtype_size (vi->dtype), 1));
+      p->values[v].owned_data = TRUE;
+    }
     p->input_values[i] = v;
     SedpNnTensor *t = &p->input_info[i];
     t->name = vi->name;
@@ -466,18 +472,11 @@ resolve_pointers (Plan *p)
   }
 }
 
-SedpNnPlan *
-sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
+/* The plan's values (initializers, graph inputs, node outputs) with the graph inputs bound:
+ * every step of compiling before the nodes. NULL with @error on a malformed graph. */
+static Plan *
+plan_start (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GError **error)
 {
-  g_return_val_if_fail (model != NULL, NULL);
-  if (batch < 1 || batch > (1 << 24)) {
-    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INPUT, "batch %" G_GINT64_FORMAT
-                 " out of range (1 to %d)", batch, 1 << 24);
-    return NULL;
-  }
-  if (!sedp_nn_model_check (model, error))
-    return NULL;
-  g_autofree guint *order = NULL;
   Plan *p = g_new0 (Plan, 1);
   p->model = sedp_nn_model_ref (model);
   p->batch = batch;
@@ -525,7 +524,7 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
       }
       p->values[v].n_consumers++;
     }
-  if (!bind_inputs (p, batch, error))
+  if (!bind_inputs (p, batch, param_data, error))
     goto fail;
   p->n_outputs = model->n_outputs;
   p->output_values = g_new (int, MAX (model->n_outputs, 1));
@@ -539,7 +538,22 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     p->output_values[i] = v;
     p->values[v].is_output = TRUE;
   }
+  return p;
 
+fail:
+  sedp_nn_plan_free ((SedpNnPlan *) p);
+  return NULL;
+}
+
+Plan *
+nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GArray *wanted,
+                 GError **error)
+{
+  g_autofree guint *order = NULL;
+  Plan *p = plan_start (model, batch, param_data, error);
+  if (p == NULL)
+    return NULL;
+  p->wanted = wanted;
   order = topological_order (p, error);
   if (order == NULL)
     goto fail;
@@ -658,19 +672,46 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
   resolve_pointers (p);
   for (guint s = 0; s < p->steps->len; s++)
     p->flops += g_array_index (p->steps, Step, s).flops;
-  return (SedpNnPlan *) p;
+  p->wanted = NULL;
+  return p;
 
 fail:
   sedp_nn_plan_free ((SedpNnPlan *) p);
   return NULL;
 }
 
-gboolean
-sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, guint n_outputs,
-                  SedpNnTensor *outputs, GError **error)
+SedpNnPlan *
+sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
 {
-  Plan *p = (Plan *) plan;
-  g_return_val_if_fail (p != NULL, FALSE);
+  g_return_val_if_fail (model != NULL, NULL);
+  if (batch < 1 || batch > (1 << 24)) {
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INPUT, "batch %" G_GINT64_FORMAT
+                 " out of range (1 to %d)", batch, 1 << 24);
+    return NULL;
+  }
+  if (!sedp_nn_model_check (model, error))
+    return NULL;
+  g_autoptr (GArray) wanted = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr (GError) local = NULL;
+  Plan *p = nn_plan_compile (model, batch, NULL, wanted, &local);
+  if (p != NULL)
+    return (SedpNnPlan *) p;
+  /* A node needed the value of a graph input: a plan specialised on it at run time. */
+  if (wanted->len > 0 && (p = plan_start (model, batch, NULL, NULL)) != NULL) {
+    g_autoptr (GError) refusal = NULL;
+    if (nn_special_attach (p, wanted, &refusal))
+      return (SedpNnPlan *) p;
+    sedp_nn_plan_free ((SedpNnPlan *) p);
+    g_propagate_error (error, g_steal_pointer (&refusal)); /* names the input, says what to do */
+    return NULL;
+  }
+  g_propagate_error (error, g_steal_pointer (&local));
+  return NULL;
+}
+
+gboolean
+nn_plan_check_inputs (const Plan *p, guint n_inputs, const SedpNnTensor *inputs, GError **error)
+{
   if (n_inputs != p->n_inputs) {
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INPUT, "the model takes %u inputs, got %u",
                  p->n_inputs, n_inputs);
@@ -690,8 +731,23 @@ sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, 
                    got->data ? "" : " without data");
       return FALSE;
     }
-    p->ptrs[p->input_values[i]] = got->data;
   }
+  return TRUE;
+}
+
+gboolean
+sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, guint n_outputs,
+                  SedpNnTensor *outputs, GError **error)
+{
+  Plan *p = (Plan *) plan;
+  g_return_val_if_fail (p != NULL, FALSE);
+  if (p->special)
+    return nn_special_run (p, n_inputs, inputs, n_outputs, outputs, error);
+  if (!nn_plan_check_inputs (p, n_inputs, inputs, error))
+    return FALSE;
+  for (guint i = 0; i < n_inputs; i++)
+    if (p->values[p->input_values[i]].kind == VALUE_INPUT) /* else a parameter, in the plan */
+      p->ptrs[p->input_values[i]] = inputs[i].data;
   for (guint i = 0; i < p->input_aliases->len; i++) {
     int v = g_array_index (p->input_aliases, int, i);
     p->ptrs[v] = p->ptrs[alias_root (p, v)];
@@ -747,19 +803,20 @@ sedp_nn_plan_get_output (const SedpNnPlan *plan, guint index)
 double
 sedp_nn_plan_get_flops (const SedpNnPlan *plan)
 {
-  return ((const Plan *) plan)->flops;
+  return nn_special_current ((const Plan *) plan)->flops;
 }
 
 gsize
 sedp_nn_plan_get_arena_size (const SedpNnPlan *plan)
 {
-  return ((const Plan *) plan)->arena_size;
+  return nn_special_current ((const Plan *) plan)->arena_size;
 }
 
 void
 sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out)
 {
-  const Plan *p = (const Plan *) plan;
+  const Plan *p = nn_special_current ((const Plan *) plan);
+  nn_special_describe ((const Plan *) plan, out);
   guint kernels = 0;
   for (guint s = 0; s < p->steps->len; s++)
     kernels += g_array_index (p->steps, Step, s).n_out > 0;
