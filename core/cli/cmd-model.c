@@ -656,11 +656,28 @@ cmd_synth (int argc, char **argv)
   return 0;
 }
 
+/* ---- ops ---- */
+
+static int
+cmd_ops (int argc, char **argv)
+{
+  (void) argv;
+  if (argc > 1) {
+    fprintf (stderr, "usage: sedp model ops\n");
+    return 2;
+  }
+  g_auto (GStrv) names = sedp_nn_operator_names ();
+  for (guint i = 0; names[i]; i++)
+    printf ("%s\n", names[i]);
+  return 0;
+}
+
 /* ---- dispatch ---- */
 
 static const SedpCliCommand subs[] = {
   {"info", cmd_info, "Inputs, outputs, operators, parameters and FLOPs of an ONNX model"},
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
+  {"ops", cmd_ops, "List the operators the engine runs (default domain, opset 11 and later)"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
   {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},

@@ -124,6 +124,10 @@ SEDP_API void sedp_nn_model_unref (SedpNnModel *model);
  */
 typedef struct _SedpNnPlan SedpNnPlan;
 
+/* The operators of the default domain the engine runs, in the order of its table; free with
+ * g_strfreev. */
+SEDP_API char **sedp_nn_operator_names (void);
+
 /* Checks that every operator of @model is supported; the error lists every unsupported op with
  * its opset ("unsupported operators (opset 13): Foo, Bar"). */
 SEDP_API gboolean sedp_nn_model_check (const SedpNnModel *model, GError **error);

@@ -156,3 +156,12 @@ nn_op_lookup (const char *op_type)
       return &op_table[i];
   return NULL;
 }
+
+char **
+sedp_nn_operator_names (void)
+{
+  char **names = g_new0 (char *, G_N_ELEMENTS (op_table) + 1);
+  for (guint i = 0; i < G_N_ELEMENTS (op_table); i++)
+    names[i] = g_strdup (op_table[i].op_type);
+  return names;
+}
