@@ -45,9 +45,7 @@ gboolean
 nn_prepare_compare (OpCtx *c, GError **error)
 {
   Value *a = op_in (c, 0), *b = op_in (c, 1);
-  guint k = 0;
-  while (k + 1 < G_N_ELEMENTS (compare_ops) && strcmp (compare_ops[k].op, c->node->op_type) != 0)
-    k++;
+  guint k = NN_OP_ROW (c, compare_ops);
   BroadcastFn fn = a->dtype != b->dtype         ? NULL
                    : a->dtype == SEDP_NN_FLOAT  ? compare_ops[k].f32
                    : a->dtype == SEDP_NN_INT64  ? compare_ops[k].i64

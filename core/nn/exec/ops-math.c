@@ -41,9 +41,7 @@ nn_prepare_binary (OpCtx *c, GError **error)
                    sedp_nn_dtype_name (a->dtype), sedp_nn_dtype_name (b->dtype));
     return FALSE;
   }
-  guint k = 0;
-  while (k + 1 < G_N_ELEMENTS (arith_ops) && strcmp (arith_ops[k].op, c->node->op_type) != 0)
-    k++;
+  guint k = NN_OP_ROW (c, arith_ops);
   BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? arith_ops[k].f32 : arith_ops[k].i64;
   return nn_prepare_broadcast (c, 2, fn, a->dtype, "binary", error);
 }
@@ -150,9 +148,7 @@ static const struct {
 gboolean
 nn_prepare_variadic (OpCtx *c, GError **error)
 {
-  guint n = c->step->n_in, k = 0;
-  while (k + 1 < G_N_ELEMENTS (variadic_ops) && strcmp (variadic_ops[k].op, c->node->op_type) != 0)
-    k++;
+  guint n = c->step->n_in, k = NN_OP_ROW (c, variadic_ops);
   Value *x0 = op_in (c, 0);
   if (x0->dtype != SEDP_NN_FLOAT && !(x0->dtype == SEDP_NN_INT64 && variadic_ops[k].i64)) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "inputs of type %s: takes float%s",
@@ -319,9 +315,7 @@ gboolean
 nn_prepare_unary (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
-  guint k = 0;
-  while (k + 1 < G_N_ELEMENTS (unary_ops) && strcmp (unary_ops[k].op, c->node->op_type) != 0)
-    k++;
+  guint k = NN_OP_ROW (c, unary_ops);
   if (x->dtype != SEDP_NN_FLOAT && !(x->dtype == SEDP_NN_INT64 && unary_ops[k].int64)) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "input of type %s: takes float%s",
                    sedp_nn_dtype_name (x->dtype), unary_ops[k].int64 ? " or int64" : "");

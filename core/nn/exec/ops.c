@@ -75,6 +75,15 @@ nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank,
   return TRUE;
 }
 
+guint
+nn_op_row (const char *op_type, const char *const *first, gsize stride, guint n)
+{
+  guint k = 0;
+  while (k + 1 < n && strcmp (*(const char *const *) ((const guint8 *) first + k * stride), op_type) != 0)
+    k++;
+  return k;
+}
+
 void
 nn_broadcast_strides (int r, const gint64 *d, int rank, const gint64 *out_dims, gint64 *strides)
 {

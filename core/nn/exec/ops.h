@@ -42,6 +42,13 @@ typedef struct {
 } EmbeddingBagParams;
 gboolean nn_kernel_embedding_bag (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
 
+/* The row of a table of operators (an array of structs whose first field is `const char *op`)
+ * for the node's operator; the last row when none matches (the operator table sends only the
+ * operators a table lists to its prepare function). */
+#define NN_OP_ROW(c, table) \
+  nn_op_row ((c)->node->op_type, &(table)[0].op, sizeof (table)[0], G_N_ELEMENTS (table))
+guint nn_op_row (const char *op_type, const char *const *first, gsize stride, guint n);
+
 /* ---- elementwise operators with numpy broadcasting (ops.c, ops-math.c) ---- */
 
 /* The most operands one broadcast walk reads (Where's three). */
