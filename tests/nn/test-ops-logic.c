@@ -498,6 +498,23 @@ test_unary_int64 (void)
   }
 }
 
+/* Compiles @m at @batch, checking that `describe` mentions @needle (a kernel, a count). */
+static SedpNnPlan *
+plan_describing (SedpNnModel *m, gint64 batch, const char *needle)
+{
+  g_autoptr (GError) error = NULL;
+  SedpNnPlan *plan = sedp_nn_plan_new (m, batch, &error);
+  if (error)
+    fprintf (stderr, "\n  plan error: %s", error->message);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
+  g_autoptr (GString) desc = g_string_new (NULL);
+  sedp_nn_plan_describe (plan, desc);
+  if (strstr (desc->str, needle) == NULL)
+    fprintf (stderr, "\n  no '%s' in:\n%s", needle, desc->str);
+  CU_ASSERT_PTR_NOT_NULL (strstr (desc->str, needle));
+  return plan;
+}
+
 /* ================================================================================================
  * Pow
  * ============================================================================================== */
@@ -528,14 +545,10 @@ pow_const_case (double e, SedpNnDType et, const char *kernel)
   tb_init (m, "e", et, 0, NULL, ev);
   tb_node (m, "Pow", "pow", "X,e", "Y");
   OUT (m, "Y", F);
-  g_autoptr (GError) error = NULL;
-  SedpNnPlan *plan = sedp_nn_plan_new (m, 1, &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
-  g_autoptr (GString) desc = g_string_new (NULL);
-  sedp_nn_plan_describe (plan, desc);
-  CU_ASSERT_PTR_NOT_NULL (strstr (desc->str, kernel));
+  SedpNnPlan *plan = plan_describing (m, 1, kernel);
   SedpNnTensor in = TT (F, x, 1, n);
   Out o[1];
+  g_autoptr (GError) error = NULL;
   CU_ASSERT_TRUE_FATAL (run_plan (plan, 1, &in, o, &error));
   guint bad = 0;
   for (guint i = 0; i < n; i++) {
@@ -660,13 +673,7 @@ test_folded (void)
   tb_node (m, "Add", "y0", "X,zero", "y0");
   tb_node (m, "Mul", "y", "y0,sq", "Y");
   OUT (m, "Y", F);
-  g_autoptr (GError) error = NULL;
-  SedpNnPlan *plan = sedp_nn_plan_new (m, 2, &error);
-  CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
-  g_autoptr (GString) desc = g_string_new (NULL);
-  sedp_nn_plan_describe (plan, desc);
-  CU_ASSERT_PTR_NOT_NULL (strstr (desc->str, "2 kernels"));
-  sedp_nn_plan_free (plan);
+  sedp_nn_plan_free (plan_describing (m, 2, "2 kernels"));
   SedpNnTensor in = TT (F, F32 (1, 1, 1, 2, 2, 2), 2, 3);
   Out o[1];
   run_model (m, 2, 1, &in, o);
@@ -686,13 +693,7 @@ test_fusion_kept (void)
     tb_node (m, "Gemm", "g", "X,W", "h");
     tb_node (m, k ? "Exp" : "Relu", "act", "h", "Y");
     OUT (m, "Y", F);
-    g_autoptr (GError) error = NULL;
-    SedpNnPlan *plan = sedp_nn_plan_new (m, 1, &error);
-    CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
-    g_autoptr (GString) desc = g_string_new (NULL);
-    sedp_nn_plan_describe (plan, desc);
-    CU_ASSERT_PTR_NOT_NULL (strstr (desc->str, k ? "Exp" : "gemm+relu"));
-    sedp_nn_plan_free (plan);
+    sedp_nn_plan_free (plan_describing (m, 1, k ? "Exp" : "gemm+relu"));
     SedpNnTensor in = TT (F, F32 (1, 2), 1, 2);
     Out o[1];
     run_model (m, 1, 1, &in, o);
