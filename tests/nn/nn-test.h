@@ -341,3 +341,64 @@ ints_are (const Out *o, guint n, const gint64 *want)
   CU_ASSERT_EQUAL (floats_are (&(out), (rtol), NVALS (__VA_ARGS__), D (__VA_ARGS__)), 0)
 #define INTS_ARE(out, ...) CU_ASSERT_EQUAL (ints_are (&(out), NINTS (__VA_ARGS__), I64 (__VA_ARGS__)), 0)
 #define ATTR_INTS(node, name, ...) tb_attr_ints ((node), (name), NINTS (__VA_ARGS__), I64 (__VA_ARGS__))
+
+/* ---- broadcasting references ---- */
+
+/* numpy broadcasting of two shapes; FALSE when they do not broadcast. */
+static inline gboolean
+bcast_shape (int ra, const gint64 *da, int rb, const gint64 *db, int *ro, gint64 *dout)
+{
+  int r = MAX (ra, rb);
+  for (int k = 0; k < r; k++) {
+    int ka = k - (r - ra), kb = k - (r - rb);
+    gint64 a = ka >= 0 ? da[ka] : 1, b = kb >= 0 ? db[kb] : 1;
+    if (a != b && a != 1 && b != 1)
+      return FALSE;
+    dout[k] = a == 1 ? b : a;
+  }
+  *ro = r;
+  return TRUE;
+}
+
+/* The flat offset in an operand of shape (ri, di) of the output element @flat of shape
+ * (ro, dout), under broadcasting (right-aligned, dims of 1 repeated). */
+static inline gint64
+bcast_offset (gint64 flat, int ro, const gint64 *dout, int ri, const gint64 *di)
+{
+  gint64 off = 0, stride = 1;
+  for (int k = ro - 1, j = ri - 1; k >= 0; k--, j--) {
+    gint64 idx = flat % dout[k];
+    flat /= dout[k];
+    if (j >= 0) {
+      if (di[j] != 1)
+        off += idx * stride;
+      stride *= di[j];
+    }
+  }
+  return off;
+}
+
+/* ---- errors ---- */
+
+/* An error of SEDP_NN_ERROR with @want_code whose message holds every needle. */
+#define ASSERT_NN_ERROR(error, want_code, ...)                                                 \
+  do {                                                                                         \
+    SEDP_ASSERT_ERROR ((error), SEDP_NN_ERROR, __VA_ARGS__);                                   \
+    if ((error)->code != (int) (want_code))                                                    \
+      fprintf (stderr, "\n  error code %d, want %d: %s\n", (error)->code, (int) (want_code),    \
+               (error)->message);                                                              \
+    CU_ASSERT_EQUAL ((error)->code, (int) (want_code));                                        \
+  } while (0)
+
+/* A plan whose compilation must fail with @code, naming @needle. */
+static inline void
+expect_plan_error (SedpNnModel *m, gint64 batch, int code, const char *needle)
+{
+  g_autoptr (GError) error = NULL;
+  SedpNnPlan *plan = sedp_nn_plan_new (m, batch, &error);
+  CU_ASSERT_PTR_NULL (plan);
+  if (plan)
+    sedp_nn_plan_free (plan);
+  ASSERT_NN_ERROR (error, code, needle);
+  sedp_nn_model_unref (m);
+}

@@ -1,56 +1,10 @@
-/* sedp — elementwise operators: Add/Sub/Mul/Div with broadcasting, activations, Clip, Softmax,
- * BatchNormalization (inference), Cast. */
+/* sedp — elementwise arithmetic: Add/Sub/Mul/Div, Pow and Sum/Max/Min/Mean with broadcasting,
+ * unary functions and activations, Clip, Softmax, BatchNormalization (inference), Cast. */
 #include "ops.h"
 
 #include <math.h>
 
 /* ---- binary ops with numpy broadcasting ---- */
-
-typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV } BinOp;
-
-typedef struct {
-  BinOp op;
-  int rank;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  gint64 sa[SEDP_NN_MAX_RANK]; /* element strides of A and B in the output's index space */
-  gint64 sb[SEDP_NN_MAX_RANK];
-  gint64 numel;
-} BinaryParams;
-
-#define BIN_LOOP(T, OPX)                                                                   \
-  NN_HOT static void bin_##T##_##OPX (const BinaryParams *p, const T *a, const T *b, T *y) \
-  {                                                                                        \
-    int r = p->rank;                                                                       \
-    gint64 inner = r ? p->dims[r - 1] : 1, ia = r ? p->sa[r - 1] : 0, ib = r ? p->sb[r - 1] : 0; \
-    gint64 outer = inner ? p->numel / inner : 0;                                           \
-    gint64 idx[SEDP_NN_MAX_RANK] = {0}, oa = 0, ob = 0;                                    \
-    for (gint64 o = 0; o < outer; o++) {                                                   \
-      const T *pa = a + oa, *pb = b + ob;                                                  \
-      T *py = y + o * inner;                                                               \
-      if (ia && ib)                                                                        \
-        for (gint64 i = 0; i < inner; i++)                                                 \
-          py[i] = OPX (pa[i], pb[i]);                                                      \
-      else if (ia)                                                                         \
-        for (gint64 i = 0; i < inner; i++)                                                 \
-          py[i] = OPX (pa[i], pb[0]);                                                      \
-      else if (ib)                                                                         \
-        for (gint64 i = 0; i < inner; i++)                                                 \
-          py[i] = OPX (pa[0], pb[i]);                                                      \
-      else                                                                                 \
-        for (gint64 i = 0; i < inner; i++)                                                 \
-          py[i] = OPX (pa[0], pb[0]);                                                      \
-      for (int d = r - 2; d >= 0; d--) { /* next outer index */                            \
-        idx[d]++;                                                                          \
-        oa += p->sa[d];                                                                    \
-        ob += p->sb[d];                                                                    \
-        if (idx[d] < p->dims[d])                                                           \
-          break;                                                                           \
-        oa -= p->sa[d] * idx[d];                                                           \
-        ob -= p->sb[d] * idx[d];                                                           \
-        idx[d] = 0;                                                                        \
-      }                                                                                    \
-    }                                                                                      \
-  }
 
 #define OP_ADD(x, y) ((x) + (y))
 #define OP_SUB(x, y) ((x) - (y))
@@ -58,159 +12,324 @@ typedef struct {
 #define OP_DIV(x, y) ((x) / (y))
 #define OP_IDIV(x, y) ((y) != 0 ? (x) / (y) : 0)
 
-BIN_LOOP (float, OP_ADD)
-BIN_LOOP (float, OP_SUB)
-BIN_LOOP (float, OP_MUL)
-BIN_LOOP (float, OP_DIV)
-BIN_LOOP (gint64, OP_ADD)
-BIN_LOOP (gint64, OP_SUB)
-BIN_LOOP (gint64, OP_MUL)
-BIN_LOOP (gint64, OP_IDIV)
+BIN_LOOP (add_float, float, float, float, OP_ADD)
+BIN_LOOP (sub_float, float, float, float, OP_SUB)
+BIN_LOOP (mul_float, float, float, float, OP_MUL)
+BIN_LOOP (div_float, float, float, float, OP_DIV)
+BIN_LOOP (add_int64, gint64, gint64, gint64, OP_ADD)
+BIN_LOOP (sub_int64, gint64, gint64, gint64, OP_SUB)
+BIN_LOOP (mul_int64, gint64, gint64, gint64, OP_MUL)
+BIN_LOOP (div_int64, gint64, gint64, gint64, OP_IDIV)
 
-static gboolean
-kernel_binary (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
-{
-  const BinaryParams *p = s->params;
-  gpointer a = ptrs[s->in[0]], b = ptrs[s->in[1]], y = ptrs[s->out[0]];
-  if (plan->values[s->out[0]].dtype == SEDP_NN_FLOAT) {
-    switch (p->op) {
-    case BIN_ADD: bin_float_OP_ADD (p, a, b, y); break;
-    case BIN_SUB: bin_float_OP_SUB (p, a, b, y); break;
-    case BIN_MUL: bin_float_OP_MUL (p, a, b, y); break;
-    case BIN_DIV: bin_float_OP_DIV (p, a, b, y); break;
-    }
-  } else {
-    switch (p->op) {
-    case BIN_ADD: bin_gint64_OP_ADD (p, a, b, y); break;
-    case BIN_SUB: bin_gint64_OP_SUB (p, a, b, y); break;
-    case BIN_MUL: bin_gint64_OP_MUL (p, a, b, y); break;
-    case BIN_DIV: bin_gint64_OP_IDIV (p, a, b, y); break;
-    }
-  }
-  return TRUE;
-}
-
-/* Strides of an input of shape (r, d) in an output space of rank @rank (0 where broadcast). */
-static void
-broadcast_strides (int r, const gint64 *d, int rank, const gint64 *out_dims, gint64 *strides)
-{
-  gint64 stride = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    int k = i - (rank - r);
-    gint64 dim = k >= 0 ? d[k] : 1;
-    strides[i] = (dim == 1 && out_dims[i] != 1) || k < 0 ? 0 : stride;
-    if (k >= 0)
-      stride *= dim;
-  }
-}
+/* Add, Sub, Mul, Div: the loop for the float and the int64 form. */
+static const struct {
+  const char *op;
+  BroadcastFn f32, i64;
+} arith_ops[] = {
+  {"Add", add_float, add_int64},
+  {"Sub", sub_float, sub_int64},
+  {"Mul", mul_float, mul_int64},
+  {"Div", div_float, div_int64},
+};
 
 gboolean
 nn_prepare_binary (OpCtx *c, GError **error)
 {
   Value *a = op_in (c, 0), *b = op_in (c, 1);
-  if (a == NULL || b == NULL) {
-    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "needs two inputs");
-    return FALSE;
-  }
   if (a->dtype != b->dtype || (a->dtype != SEDP_NN_FLOAT && a->dtype != SEDP_NN_INT64)) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "inputs of types %s and %s",
                    sedp_nn_dtype_name (a->dtype), sedp_nn_dtype_name (b->dtype));
     return FALSE;
   }
-  BinaryParams *p = g_new0 (BinaryParams, 1);
-  c->step->params = p;
-  const char *op = c->node->op_type;
-  p->op = op[0] == 'A' ? BIN_ADD : op[0] == 'S' ? BIN_SUB : op[0] == 'M' ? BIN_MUL : BIN_DIV;
-  if (!nn_broadcast_shape (a->rank, a->dims, b->rank, b->dims, &p->rank, p->dims)) {
-    g_autofree char *sa = sedp_nn_shape_to_string (a->rank, a->dims);
-    g_autofree char *sb = sedp_nn_shape_to_string (b->rank, b->dims);
-    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "shapes %s and %s do not broadcast", sa, sb);
+  guint k = NN_OP_ROW (c, arith_ops);
+  BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? arith_ops[k].f32 : arith_ops[k].i64;
+  return nn_prepare_broadcast (c, 2, fn, a->dtype, "binary", error);
+}
+
+/* ---- Pow: a float base, a float, int64 or int32 exponent ---- */
+
+/* In double, rounded once to float. */
+#define OP_POW(x, y) ((float) pow ((double) (x), (double) (y)))
+/* The same values for a constant exponent of 2 and of 0.5 (pow (-0, 0.5) is +0, pow (-∞, 0.5)
+ * is +∞, where sqrt gives -0 and NaN). */
+#define OP_POW_2(x, y) ((void) (y), (x) * (x))
+#define OP_POW_HALF(x, y) ((void) (y), (x) == -INFINITY ? INFINITY : sqrtf (x) + 0.0f)
+
+BIN_LOOP (pow_float, float, float, float, OP_POW)
+BIN_LOOP (pow_int64, float, gint64, float, OP_POW)
+BIN_LOOP (pow_int32, float, gint32, float, OP_POW)
+BIN_LOOP (pow_2, float, float, float, OP_POW_2)
+BIN_LOOP (pow_half, float, float, float, OP_POW_HALF)
+
+/* The exponent's one value when it is a constant of one element, else NAN. */
+static double
+const_exponent (const Value *e)
+{
+  if (e->kind != VALUE_CONST || e->numel != 1)
+    return NAN;
+  switch (e->dtype) {
+  case SEDP_NN_FLOAT: return *(const float *) e->data;
+  case SEDP_NN_INT64: return (double) *(const gint64 *) e->data;
+  default: return (double) *(const gint32 *) e->data;
+  }
+}
+
+gboolean
+nn_prepare_pow (OpCtx *c, GError **error)
+{
+  Value *x = op_in (c, 0), *e = op_in (c, 1);
+  if (x->dtype != SEDP_NN_FLOAT ||
+      (e->dtype != SEDP_NN_FLOAT && e->dtype != SEDP_NN_INT64 && e->dtype != SEDP_NN_INT32)) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                   "base of type %s and exponent of type %s: takes a float base and a float, "
+                   "int64 or int32 exponent",
+                   sedp_nn_dtype_name (x->dtype), sedp_nn_dtype_name (e->dtype));
     return FALSE;
   }
-  p->numel = nn_numel (p->rank, p->dims);
-  broadcast_strides (a->rank, a->dims, p->rank, p->dims, p->sa);
-  broadcast_strides (b->rank, b->dims, p->rank, p->dims, p->sb);
-  nn_set_shape (op_out (c, 0), a->dtype, p->rank, p->dims);
-  c->step->fn = kernel_binary;
-  c->step->kernel = "binary";
-  c->step->flops = (double) p->numel;
+  double k = const_exponent (e);
+  BroadcastFn fn = k == 2.0                    ? pow_2
+                   : k == 0.5                  ? pow_half
+                   : e->dtype == SEDP_NN_FLOAT ? pow_float
+                   : e->dtype == SEDP_NN_INT64 ? pow_int64
+                                               : pow_int32;
+  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_FLOAT,
+                               fn == pow_2 ? "pow2" : fn == pow_half ? "pow_half" : "pow", error);
+}
+
+/* ---- Sum, Max, Min, Mean of 1 to NN_MAX_IN inputs, with broadcasting ---- */
+
+#define OP_FMAX(x, y) ((x) >= (y) || (x) != (x) ? (x) : (y)) /* NaN wins, as in numpy */
+#define OP_FMIN(x, y) ((x) <= (y) || (x) != (x) ? (x) : (y))
+#define OP_IMAX(x, y) ((x) >= (y) ? (x) : (y))
+#define OP_IMIN(x, y) ((x) <= (y) ? (x) : (y))
+
+BIN_LOOP (max_float, float, float, float, OP_FMAX)
+BIN_LOOP (min_float, float, float, float, OP_FMIN)
+BIN_LOOP (max_int64, gint64, gint64, gint64, OP_IMAX)
+BIN_LOOP (min_int64, gint64, gint64, gint64, OP_IMIN)
+
+/* Folds the inputs left to right into the output: walk 0 combines inputs 0 and 1, walk k - 1
+ * the output so far with input k; Mean divides by n at the end. */
+typedef struct {
+  guint n;
+  gsize esize;
+  BroadcastFn fn;
+  gboolean mean;
+  Broadcast walks[]; /* n - 1 */
+} VariadicParams;
+
+static gboolean
+kernel_variadic (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const VariadicParams *p = s->params;
+  gpointer y = ptrs[s->out[0]];
+  gint64 numel = plan->values[s->out[0]].numel;
+  if (p->n == 1 && y != ptrs[s->in[0]])
+    memcpy (y, ptrs[s->in[0]], (gsize) numel * p->esize);
+  for (guint k = 1; k < p->n; k++)
+    p->fn (&p->walks[k - 1], k == 1 ? ptrs[s->in[0]] : y, ptrs[s->in[k]], NULL, y);
+  if (p->mean)
+    for (gint64 i = 0; i < numel; i++)
+      ((float *) y)[i] /= (float) p->n;
+  return TRUE;
+}
+
+/* Sum, Max, Min, Mean: the loop for float and for int64 (NULL: float only). */
+static const struct {
+  const char *op;
+  BroadcastFn f32, i64;
+} variadic_ops[] = {
+  {"Sum", add_float, NULL},
+  {"Mean", add_float, NULL},
+  {"Max", max_float, max_int64},
+  {"Min", min_float, min_int64},
+};
+
+gboolean
+nn_prepare_variadic (OpCtx *c, GError **error)
+{
+  guint n = c->step->n_in, k = NN_OP_ROW (c, variadic_ops);
+  Value *x0 = op_in (c, 0);
+  if (x0->dtype != SEDP_NN_FLOAT && !(x0->dtype == SEDP_NN_INT64 && variadic_ops[k].i64)) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "inputs of type %s: takes float%s",
+                   sedp_nn_dtype_name (x0->dtype), variadic_ops[k].i64 ? " or int64" : "");
+    return FALSE;
+  }
+  Value **in = g_newa (Value *, n);
+  for (guint i = 0; i < n; i++) {
+    in[i] = op_in (c, i);
+    if (in[i] == NULL || in[i]->dtype != x0->dtype) {
+      nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                     "input %u is %s, input 0 %s: the inputs must have one type", i,
+                     in[i] ? sedp_nn_dtype_name (in[i]->dtype) : "omitted",
+                     sedp_nn_dtype_name (x0->dtype));
+      return FALSE;
+    }
+  }
+  VariadicParams *p = g_malloc0 (sizeof (VariadicParams) + (n - 1) * sizeof (Broadcast));
+  c->step->params = p;
+  int rank;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  if (!nn_broadcast_values (c, n, in, &rank, dims, error))
+    return FALSE;
+  Value *y = op_out (c, 0);
+  nn_set_shape (y, x0->dtype, rank, dims);
+  for (guint i = 1; i < n; i++)
+    nn_broadcast_set (&p->walks[i - 1], rank, dims, 2, (Value *const[]){i == 1 ? in[0] : y, in[i]});
+  p->n = n;
+  p->esize = sedp_nn_dtype_size (x0->dtype);
+  p->fn = x0->dtype == SEDP_NN_FLOAT ? variadic_ops[k].f32 : variadic_ops[k].i64;
+  p->mean = strcmp (c->node->op_type, "Mean") == 0;
+  c->step->fn = kernel_variadic;
+  c->step->kernel = variadic_ops[k].op;
+  c->step->flops = (double) y->numel;
   return TRUE;
 }
 
 /* ---- unary ---- */
 
+/* A unary step: @act over @n elements, of float (or of int64 for Neg and Abs). */
 typedef struct {
-  Activation act;
-  float alpha;
   gint64 n;
+  Activation act;   /* float */
+  float alpha;      /* LeakyRelu */
+  gboolean int64;   /* Neg or Abs of int64 */
 } UnaryParams;
 
 NN_HOT void
-nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
+nn_map_activation (const float *x, float *y, gint64 n, Activation act, float leaky_alpha)
 {
   switch (act) {
   case ACT_RELU:
     for (gint64 i = 0; i < n; i++)
-      y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+      y[i] = x[i] > 0.0f ? x[i] : 0.0f;
     break;
   case ACT_LEAKY_RELU:
     for (gint64 i = 0; i < n; i++)
-      y[i] = y[i] >= 0.0f ? y[i] : y[i] * leaky_alpha;
+      y[i] = x[i] >= 0.0f ? x[i] : x[i] * leaky_alpha;
     break;
   case ACT_SIGMOID:
     for (gint64 i = 0; i < n; i++) {
-      float x = y[i];
+      float v = x[i];
       /* Stable for large |x|: exp of a non-positive number only. */
-      if (x >= 0) {
-        float e = expf (-x);
+      if (v >= 0) {
+        float e = expf (-v);
         y[i] = 1.0f / (1.0f + e);
       } else {
-        float e = expf (x);
+        float e = expf (v);
         y[i] = e / (1.0f + e);
       }
     }
     break;
   case ACT_TANH:
     for (gint64 i = 0; i < n; i++)
-      y[i] = tanhf (y[i]);
+      y[i] = tanhf (x[i]);
+    break;
+  case ACT_EXP:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = expf (x[i]);
+    break;
+  case ACT_LOG:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = logf (x[i]);
+    break;
+  case ACT_SQRT:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = sqrtf (x[i]);
+    break;
+  case ACT_NEG:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = -x[i];
+    break;
+  case ACT_ABS:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = fabsf (x[i]);
+    break;
+  case ACT_RECIPROCAL:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = 1.0f / x[i];
+    break;
+  case ACT_ERF: /* in double, so that the float result is erf's correctly rounded value */
+    for (gint64 i = 0; i < n; i++)
+      y[i] = (float) erf ((double) x[i]);
+    break;
+  case ACT_FLOOR:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = floorf (x[i]);
+    break;
+  case ACT_CEIL:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = ceilf (x[i]);
     break;
   case ACT_NONE:
+    if (x != y)
+      memcpy (y, x, (gsize) n * sizeof (float));
     break;
   }
+}
+
+void
+nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
+{
+  nn_map_activation (y, y, n, act, leaky_alpha);
+}
+
+NN_HOT static void
+map_int64 (const gint64 *x, gint64 *y, gint64 n, Activation act)
+{
+  if (act == ACT_NEG)
+    for (gint64 i = 0; i < n; i++)
+      y[i] = (gint64) (0 - (guint64) x[i]); /* wraps at G_MININT64, as two's complement does */
+  else
+    for (gint64 i = 0; i < n; i++)
+      y[i] = x[i] < 0 ? (gint64) (0 - (guint64) x[i]) : x[i];
 }
 
 static gboolean
 kernel_unary (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const UnaryParams *p = s->params;
-  const float *x = ptrs[s->in[0]];
-  float *y = ptrs[s->out[0]];
-  if (x != y)
-    memcpy (y, x, (gsize) p->n * sizeof (float));
-  nn_apply_activation (y, p->n, p->act, p->alpha);
+  if (p->int64)
+    map_int64 (ptrs[s->in[0]], ptrs[s->out[0]], p->n, p->act);
+  else
+    nn_map_activation (ptrs[s->in[0]], ptrs[s->out[0]], p->n, p->act, p->alpha);
   return TRUE;
 }
+
+/* The unary operators: their function, and whether they also take int64. */
+static const struct {
+  const char *op;
+  Activation act;
+  gboolean int64;
+} unary_ops[] = {
+  {"Relu", ACT_RELU, FALSE},     {"LeakyRelu", ACT_LEAKY_RELU, FALSE},
+  {"Sigmoid", ACT_SIGMOID, FALSE}, {"Tanh", ACT_TANH, FALSE},
+  {"Exp", ACT_EXP, FALSE},       {"Log", ACT_LOG, FALSE},
+  {"Sqrt", ACT_SQRT, FALSE},     {"Neg", ACT_NEG, TRUE},
+  {"Abs", ACT_ABS, TRUE},        {"Reciprocal", ACT_RECIPROCAL, FALSE},
+  {"Erf", ACT_ERF, FALSE},       {"Floor", ACT_FLOOR, FALSE},
+  {"Ceil", ACT_CEIL, FALSE},
+};
 
 gboolean
 nn_prepare_unary (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
-  if (x == NULL || x->dtype != SEDP_NN_FLOAT) {
-    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs one float input");
+  guint k = NN_OP_ROW (c, unary_ops);
+  if (x->dtype != SEDP_NN_FLOAT && !(x->dtype == SEDP_NN_INT64 && unary_ops[k].int64)) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "input of type %s: takes float%s",
+                   sedp_nn_dtype_name (x->dtype), unary_ops[k].int64 ? " or int64" : "");
     return FALSE;
   }
   UnaryParams *p = g_new0 (UnaryParams, 1);
   c->step->params = p;
-  const char *op = c->node->op_type;
-  p->act = strcmp (op, "Relu") == 0      ? ACT_RELU
-           : strcmp (op, "Sigmoid") == 0 ? ACT_SIGMOID
-           : strcmp (op, "Tanh") == 0    ? ACT_TANH
-                                         : ACT_LEAKY_RELU;
+  p->act = unary_ops[k].act;
   p->alpha = nn_attr_float (c->node, "alpha", 0.01f);
+  p->int64 = x->dtype == SEDP_NN_INT64;
   p->n = x->numel;
-  nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
+  nn_set_shape (op_out (c, 0), x->dtype, x->rank, x->dims);
   c->step->fn = kernel_unary;
-  c->step->kernel = op;
+  c->step->kernel = unary_ops[k].op;
   c->step->flops = (double) p->n;
   return TRUE;
 }

@@ -422,12 +422,7 @@ nn_prepare_expand (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "cannot expand to the given shape");
     return FALSE;
   }
-  gint64 in_strides[SEDP_NN_MAX_RANK];
-  contiguous_strides (x->rank, x->dims, in_strides);
-  for (int i = 0; i < p->rank; i++) {
-    int k = i - (p->rank - x->rank);
-    p->strides[i] = k < 0 || x->dims[k] == 1 ? 0 : in_strides[k];
-  }
+  nn_broadcast_strides (x->rank, x->dims, p->rank, p->dims, p->strides);
   p->numel = nn_numel (p->rank, p->dims);
   p->esize = sedp_nn_dtype_size (x->dtype);
   nn_set_shape (op_out (c, 0), x->dtype, p->rank, p->dims);

@@ -116,6 +116,97 @@ nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank,
   return TRUE;
 }
 
+guint
+nn_op_row (const char *op_type, const char *const *first, gsize stride, guint n)
+{
+  guint k = 0;
+  while (k + 1 < n && strcmp (*(const char *const *) ((const guint8 *) first + k * stride), op_type) != 0)
+    k++;
+  return k;
+}
+
+void
+nn_broadcast_strides (int r, const gint64 *d, int rank, const gint64 *out_dims, gint64 *strides)
+{
+  gint64 stride = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    int k = i - (rank - r);
+    gint64 dim = k >= 0 ? d[k] : 1;
+    strides[i] = (dim == 1 && out_dims[i] != 1) || k < 0 ? 0 : stride;
+    if (k >= 0)
+      stride *= dim;
+  }
+}
+
+gboolean
+nn_broadcast_values (OpCtx *c, guint n, Value *const *in, int *rank, gint64 *dims, GError **error)
+{
+  *rank = 0;
+  gboolean ok = TRUE;
+  for (guint k = 0; k < n && ok; k++) {
+    gint64 sofar[SEDP_NN_MAX_RANK];
+    memcpy (sofar, dims, (gsize) *rank * sizeof (gint64));
+    ok = nn_broadcast_shape (*rank, sofar, in[k]->rank, in[k]->dims, rank, dims);
+  }
+  if (ok)
+    return TRUE;
+  g_autoptr (GString) shapes = g_string_new (NULL);
+  for (guint k = 0; k < n; k++) {
+    g_autofree char *s = sedp_nn_shape_to_string (in[k]->rank, in[k]->dims);
+    g_string_append_printf (shapes, "%s%s", k == 0 ? "" : k + 1 < n ? ", " : " and ", s);
+  }
+  nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "shapes %s do not broadcast", shapes->str);
+  return FALSE;
+}
+
+void
+nn_broadcast_set (Broadcast *b, int rank, const gint64 *dims, guint n, Value *const *in)
+{
+  g_assert (n <= NN_BCAST_MAX_IN);
+  b->rank = rank;
+  memcpy (b->dims, dims, (gsize) rank * sizeof (gint64));
+  b->numel = nn_numel (rank, dims);
+  for (guint k = 0; k < n; k++)
+    nn_broadcast_strides (in[k]->rank, in[k]->dims, rank, dims, b->strides[k]);
+}
+
+/* A step of nn_prepare_broadcast: the walk and the loop over it. */
+typedef struct {
+  Broadcast b;
+  BroadcastFn fn;
+} BroadcastParams;
+
+static gboolean
+kernel_broadcast (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const BroadcastParams *p = s->params;
+  p->fn (&p->b, ptrs[s->in[0]], ptrs[s->in[1]], s->n_in > 2 ? ptrs[s->in[2]] : NULL,
+         ptrs[s->out[0]]);
+  return TRUE;
+}
+
+gboolean
+nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype, const char *kernel,
+                      GError **error)
+{
+  Value *in[NN_BCAST_MAX_IN];
+  for (guint k = 0; k < n; k++)
+    in[k] = op_in (c, k);
+  BroadcastParams *p = g_new0 (BroadcastParams, 1);
+  c->step->params = p;
+  int rank;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  if (!nn_broadcast_values (c, n, in, &rank, dims, error))
+    return FALSE;
+  nn_broadcast_set (&p->b, rank, dims, n, in);
+  p->fn = fn;
+  nn_set_shape (op_out (c, 0), dtype, rank, dims);
+  c->step->fn = kernel_broadcast;
+  c->step->kernel = kernel;
+  c->step->flops = (double) p->b.numel;
+  return TRUE;
+}
+
 static const OpDef op_table[] = {
   {"Gemm", nn_prepare_gemm, FALSE, 2, 3},
   {"MatMul", nn_prepare_matmul, FALSE, 2, 2},
@@ -146,6 +237,30 @@ static const OpDef op_table[] = {
   {"Shape", nn_prepare_shape_op, TRUE, 1, 1},
   {"Slice", nn_prepare_slice, FALSE, 3, 5},
   {"Expand", nn_prepare_expand, FALSE, 2, 2},
+  {"Equal", nn_prepare_compare, FALSE, 2, 2},
+  {"Less", nn_prepare_compare, FALSE, 2, 2},
+  {"Greater", nn_prepare_compare, FALSE, 2, 2},
+  {"LessOrEqual", nn_prepare_compare, FALSE, 2, 2},
+  {"GreaterOrEqual", nn_prepare_compare, FALSE, 2, 2},
+  {"Not", nn_prepare_not, FALSE, 1, 1},
+  {"And", nn_prepare_logic, FALSE, 2, 2},
+  {"Or", nn_prepare_logic, FALSE, 2, 2},
+  {"Xor", nn_prepare_logic, FALSE, 2, 2},
+  {"Where", nn_prepare_where, FALSE, 3, 3},
+  {"Exp", nn_prepare_unary, FALSE, 1, 1},
+  {"Log", nn_prepare_unary, FALSE, 1, 1},
+  {"Sqrt", nn_prepare_unary, FALSE, 1, 1},
+  {"Neg", nn_prepare_unary, FALSE, 1, 1},
+  {"Abs", nn_prepare_unary, FALSE, 1, 1},
+  {"Reciprocal", nn_prepare_unary, FALSE, 1, 1},
+  {"Erf", nn_prepare_unary, FALSE, 1, 1},
+  {"Floor", nn_prepare_unary, FALSE, 1, 1},
+  {"Ceil", nn_prepare_unary, FALSE, 1, 1},
+  {"Pow", nn_prepare_pow, FALSE, 2, 2},
+  {"Sum", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
+  {"Max", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
+  {"Min", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
+  {"Mean", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
 };
 
 const OpDef *

@@ -24,6 +24,13 @@ gboolean nn_prepare_constant (OpCtx *c, GError **error);
 gboolean nn_prepare_shape_op (OpCtx *c, GError **error);
 gboolean nn_prepare_slice (OpCtx *c, GError **error);
 gboolean nn_prepare_expand (OpCtx *c, GError **error);
+/* Comparisons, logic and Where (ops-logic.c); Pow and Sum/Max/Min/Mean (ops-math.c). */
+gboolean nn_prepare_compare (OpCtx *c, GError **error);
+gboolean nn_prepare_not (OpCtx *c, GError **error);
+gboolean nn_prepare_logic (OpCtx *c, GError **error);
+gboolean nn_prepare_where (OpCtx *c, GError **error);
+gboolean nn_prepare_pow (OpCtx *c, GError **error);
+gboolean nn_prepare_variadic (OpCtx *c, GError **error);
 
 /* Fused embedding lookup with pooling: Gather(table, ids) → ReduceSum/Mean over the ids axis. */
 typedef struct {
@@ -34,3 +41,95 @@ typedef struct {
   gboolean mean;
 } EmbeddingBagParams;
 gboolean nn_kernel_embedding_bag (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
+
+/* The row of a table of operators (an array of structs whose first field is `const char *op`)
+ * for the node's operator; the last row when none matches (the operator table sends only the
+ * operators a table lists to its prepare function). */
+#define NN_OP_ROW(c, table) \
+  nn_op_row ((c)->node->op_type, &(table)[0].op, sizeof (table)[0], G_N_ELEMENTS (table))
+guint nn_op_row (const char *op_type, const char *const *first, gsize stride, guint n);
+
+/* ---- elementwise operators with numpy broadcasting (ops.c, ops-math.c) ---- */
+
+/* The most operands one broadcast walk reads (Where's three). */
+#define NN_BCAST_MAX_IN 3
+
+/* A walk over a broadcast output: its shape, and each operand's element strides in the
+ * output's index space (0 along the axes it is broadcast over; nn_broadcast_strides). */
+typedef struct {
+  int rank;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  gint64 numel;
+  gint64 strides[NN_BCAST_MAX_IN][SEDP_NN_MAX_RANK];
+} Broadcast;
+
+/* The numpy broadcast shape of the @n values @in; FALSE with a SEDP_NN_ERROR_SHAPE error naming
+ * every shape when they do not broadcast. */
+gboolean nn_broadcast_values (OpCtx *c, guint n, Value *const *in, int *rank, gint64 *dims,
+                              GError **error);
+
+/* Fills @b for an output of shape (@rank, @dims) read from the @n (≤ NN_BCAST_MAX_IN) values @in,
+ * which broadcast to it. */
+void nn_broadcast_set (Broadcast *b, int rank, const gint64 *dims, guint n, Value *const *in);
+
+/* Advances the index @idx of a row (every axis but the last) to the next row, keeping the
+ * offsets @off of the @n operands in step. */
+static inline void
+nn_broadcast_next_row (const Broadcast *b, guint n, gint64 *idx, gint64 *off)
+{
+  for (int d = b->rank - 2; d >= 0; d--) {
+    idx[d]++;
+    for (guint k = 0; k < n; k++)
+      off[k] += b->strides[k][d];
+    if (idx[d] < b->dims[d])
+      return;
+    for (guint k = 0; k < n; k++)
+      off[k] -= b->strides[k][d] * idx[d];
+    idx[d] = 0;
+  }
+}
+
+/* The length of a walk's rows (its last axis) and operand @k's stride along it (0 or 1). */
+#define NN_BCAST_INNER(b) ((b)->rank ? (b)->dims[(b)->rank - 1] : 1)
+#define NN_BCAST_ISTRIDE(b, k) ((b)->rank ? (b)->strides[k][(b)->rank - 1] : 0)
+
+/* An elementwise kernel over a walk: y = f (a, b[, c]) (c is NULL for two operands). */
+typedef void (*BroadcastFn) (const Broadcast *p, gconstpointer a, gconstpointer b, gconstpointer c,
+                             gpointer y);
+
+/* BIN_LOOP (NAME, TA, TB, TY, OPX) defines the BroadcastFn NAME: y = OPX (a, b) for operands of
+ * types TA and TB and a result of type TY, with a loop per row for each of the four cases of
+ * contiguous or broadcast operands along the last axis. */
+#define BIN_LOOP(NAME, TA, TB, TY, OPX)                                                          \
+  NN_HOT static void NAME (const Broadcast *p, gconstpointer va, gconstpointer vb,               \
+                           gconstpointer vc, gpointer vy)                                       \
+  {                                                                                              \
+    const TA *a = va;                                                                            \
+    const TB *b = vb;                                                                            \
+    gint64 inner = NN_BCAST_INNER (p), ia = NN_BCAST_ISTRIDE (p, 0), ib = NN_BCAST_ISTRIDE (p, 1); \
+    gint64 outer = inner ? p->numel / inner : 0;                                                 \
+    gint64 idx[SEDP_NN_MAX_RANK] = {0}, off[2] = {0};                                            \
+    for (gint64 o = 0; o < outer; o++) {                                                         \
+      const TA *pa = a + off[0];                                                                 \
+      const TB *pb = b + off[1];                                                                 \
+      TY *py = (TY *) vy + o * inner;                                                            \
+      if (ia && ib)                                                                              \
+        for (gint64 i = 0; i < inner; i++)                                                       \
+          py[i] = OPX (pa[i], pb[i]);                                                            \
+      else if (ia)                                                                               \
+        for (gint64 i = 0; i < inner; i++)                                                       \
+          py[i] = OPX (pa[i], pb[0]);                                                            \
+      else if (ib)                                                                               \
+        for (gint64 i = 0; i < inner; i++)                                                       \
+          py[i] = OPX (pa[0], pb[i]);                                                            \
+      else                                                                                       \
+        for (gint64 i = 0; i < inner; i++)                                                       \
+          py[i] = OPX (pa[0], pb[0]);                                                            \
+      nn_broadcast_next_row (p, 2, idx, off);                                                    \
+    }                                                                                            \
+  }
+
+/* Prepares a step that runs @fn over the broadcast of its first @n inputs into one output of
+ * @dtype (kernel name @kernel, one FLOP per output element). */
+gboolean nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype,
+                               const char *kernel, GError **error);

@@ -162,9 +162,30 @@ gboolean nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **erro
 /* Numpy broadcasting of two shapes; FALSE when they do not broadcast. */
 gboolean nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank, gint64 *out);
 
+/* Element strides of an input of shape (@r, @d) in the index space of an output of rank @rank
+ * and dims @out_dims that it broadcasts to: 0 along the axes where it is broadcast. */
+void nn_broadcast_strides (int r, const gint64 *d, int rank, const gint64 *out_dims, gint64 *strides);
+
 /* ---- kernels' entry points used by fusion (kernels-gemm.c) ---- */
 
-typedef enum { ACT_NONE = 0, ACT_RELU, ACT_SIGMOID, ACT_TANH, ACT_LEAKY_RELU } Activation;
+/* Elementwise float functions: the activations a Gemm/MatMul step may apply to its output, and
+ * the unary operators of ops-math.c. */
+typedef enum {
+  ACT_NONE = 0,
+  ACT_RELU,
+  ACT_SIGMOID,
+  ACT_TANH,
+  ACT_LEAKY_RELU,
+  ACT_EXP,
+  ACT_LOG,
+  ACT_SQRT,
+  ACT_NEG,
+  ACT_ABS,
+  ACT_RECIPROCAL,
+  ACT_ERF,
+  ACT_FLOOR,
+  ACT_CEIL,
+} Activation;
 
 /* Y[M,N] = act(alpha * op(A) op(B) + bias) where bias (nullable) broadcasts to [M,N]. */
 typedef struct {
@@ -178,6 +199,8 @@ typedef struct {
 } GemmParams;
 
 gboolean nn_kernel_gemm (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
+/* y = act (x), elementwise over @n floats; @y may be @x. nn_apply_activation works in place. */
+void nn_map_activation (const float *x, float *y, gint64 n, Activation act, float leaky_alpha);
 void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha);
 
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
