@@ -21,8 +21,10 @@ nn_node_error (GError **error, int code, const SedpNnNode *node, const char *fmt
   va_start (ap, fmt);
   g_autofree char *msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  g_set_error (error, SEDP_NN_ERROR, code, "node '%s' (%s): %s",
-               node->name && *node->name ? node->name : node->outputs[0], node->op_type, msg);
+  const char *name = node->name && *node->name ? node->name : "";
+  for (guint k = 0; !*name && k < node->n_outputs; k++)
+    name = node->outputs[k]; /* unnamed: its first output present */
+  g_set_error (error, SEDP_NN_ERROR, code, "node '%s' (%s): %s", name, node->op_type, msg);
 }
 
 gint64
@@ -105,6 +107,7 @@ static const OpDef op_table[] = {
   {"Shape", nn_prepare_shape_op, TRUE, 1, 1},
   {"Slice", nn_prepare_slice, FALSE, 3, 5},
   {"Expand", nn_prepare_expand, FALSE, 2, 2},
+  {"GRU", nn_prepare_gru, FALSE, 3, 6},
 };
 
 const OpDef *

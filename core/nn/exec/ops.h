@@ -24,6 +24,7 @@ gboolean nn_prepare_constant (OpCtx *c, GError **error);
 gboolean nn_prepare_shape_op (OpCtx *c, GError **error);
 gboolean nn_prepare_slice (OpCtx *c, GError **error);
 gboolean nn_prepare_expand (OpCtx *c, GError **error);
+gboolean nn_prepare_gru (OpCtx *c, GError **error);
 
 /* Fused embedding lookup with pooling: Gather(table, ids) → ReduceSum/Mean over the ids axis. */
 typedef struct {

@@ -146,6 +146,12 @@ void nn_node_error (GError **error, int code, const SedpNnNode *node, const char
 gint64 nn_attr_int (const SedpNnNode *node, const char *name, gint64 dflt);
 float nn_attr_float (const SedpNnNode *node, const char *name, float dflt);
 
+/* Adds a scratch value of @numel floats to the step being prepared, as one more output after
+ * the node's: run-time memory in the plan's arena, live during this step only (shared with other
+ * steps' values). Returns its position in c->step->out. One per step (the plan reserves one value
+ * per node); the step must have fewer than NN_MAX_OUT outputs (plan.c). */
+int nn_add_scratch (OpCtx *c, gint64 numel);
+
 /* Reads a constant int64 (or int32) input as a list; FALSE with an error if it is not constant. */
 gboolean nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error);
 
@@ -173,6 +179,8 @@ void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
 gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
 void nn_free_step_params (Step *step);
+/* Frees what a GRU step's params own besides themselves; no-op for other steps (ops-rnn.c). */
+void nn_free_rnn_params (Step *step);
 
 /* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */
 void nn_pack_weights (Plan *p);
