@@ -388,7 +388,7 @@ gru_attributes (OpCtx *c, GruParams *p, GError **error)
   p->dirs = strcmp (ds, "bidirectional") == 0 ? 2 : 1;
   p->reverse = strcmp (ds, "reverse") == 0;
   p->lbr = nn_attr_int (c->node, "linear_before_reset", 0) != 0;
-  p->layout = nn_attr_int (c->node, "layout", 0) != 0;
+  p->layout = c->opset >= 14 && nn_attr_int (c->node, "layout", 0) != 0; /* from opset 14 */
   p->clip = nn_attr_float (c->node, "clip", 0.0f);
   const SedpNnAttr *acts = sedp_nn_node_attr (c->node, "activations");
   guint n = acts && acts->type == SEDP_NN_ATTR_STRINGS ? acts->n_strings : 0;
@@ -499,6 +499,11 @@ gru_outputs (OpCtx *c, const GruParams *p)
 gboolean
 nn_prepare_gru (OpCtx *c, GError **error)
 {
+  if (c->step->n_out > 2) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "%u outputs; GRU has two (Y, Y_h)",
+                   c->step->n_out);
+    return FALSE;
+  }
   GruParams *p = g_new0 (GruParams, 1);
   c->step->params = p;
   c->step->fn = kernel_gru; /* so that nn_free_rnn_params frees what p owns on failure */
@@ -512,7 +517,6 @@ nn_prepare_gru (OpCtx *c, GError **error)
   gru_biases (p, bias);
   gru_pack (p);
   gru_outputs (c, p);
-  c->step->n_out = MIN (c->step->n_out, 2u);
   p->scratch = nn_add_scratch (c, gru_scratch_floats (p->seq, p->batch, p->hidden));
   c->step->kernel = p->lbr ? "gru_lbr" : "gru";
   double rows = (double) (p->seq * p->batch * p->dirs), gates = 3.0 * (double) p->hidden;
