@@ -296,7 +296,7 @@ kernel_gru (const Plan *plan, const Step *st, gpointer const *ptrs, GError **err
   const float *h0 = st->n_in > 5 && st->in[5] >= 0 ? ptrs[st->in[5]] : NULL;
   float *y = st->out[0] >= 0 ? ptrs[st->out[0]] : NULL;
   float *yh = p->scratch > 1 && st->out[1] >= 0 ? ptrs[st->out[1]] : NULL;
-  if (y)
+  if (y && st->n_in > 4 && st->in[4] >= 0) /* without sequence_lens every step is written */
     memset (y, 0, (gsize) (p->seq * p->dirs * B * H) * sizeof (float));
   for (int d = 0; d < p->dirs; d++)
     gru_direction (p, d, ptrs[st->in[0]], h0, ints, y, yh, &s);
