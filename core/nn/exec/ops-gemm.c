@@ -360,6 +360,7 @@ nn_free_step_params (Step *step)
     free_batched (step->params);
   if (step->fn == nn_kernel_gemm && step->params)
     nn_packed_b_release (((GemmParams *) step->params)->packed);
+  nn_free_rnn_params (step);
   g_free (step->params);
   step->params = NULL;
 }

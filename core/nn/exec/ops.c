@@ -21,8 +21,10 @@ nn_node_error (GError **error, int code, const SedpNnNode *node, const char *fmt
   va_start (ap, fmt);
   g_autofree char *msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  g_set_error (error, SEDP_NN_ERROR, code, "node '%s' (%s): %s",
-               node->name && *node->name ? node->name : node->outputs[0], node->op_type, msg);
+  const char *name = node->name && *node->name ? node->name : "";
+  for (guint k = 0; !*name && k < node->n_outputs; k++)
+    name = node->outputs[k]; /* unnamed: its first output present */
+  g_set_error (error, SEDP_NN_ERROR, code, "node '%s' (%s): %s", name, node->op_type, msg);
 }
 
 gint64
@@ -261,6 +263,7 @@ static const OpDef op_table[] = {
   {"Max", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
   {"Min", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
   {"Mean", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
+  {"GRU", nn_prepare_gru, FALSE, 3, 6},
 };
 
 const OpDef *

@@ -31,6 +31,7 @@ gboolean nn_prepare_logic (OpCtx *c, GError **error);
 gboolean nn_prepare_where (OpCtx *c, GError **error);
 gboolean nn_prepare_pow (OpCtx *c, GError **error);
 gboolean nn_prepare_variadic (OpCtx *c, GError **error);
+gboolean nn_prepare_gru (OpCtx *c, GError **error);
 
 /* Fused embedding lookup with pooling: Gather(table, ids) → ReduceSum/Mean over the ids axis. */
 typedef struct {

@@ -155,6 +155,11 @@ float nn_attr_float (const SedpNnNode *node, const char *name, float dflt);
  * plan specialised on their values at run time, plan-special.c) and fails with
  * SEDP_NN_ERROR_UNSUPPORTED: "input K must be a constant …". A missing optional input passes. */
 gboolean nn_require_const (OpCtx *c, guint k, GError **error);
+/* Adds a scratch value of @numel floats to the step being prepared, as one more output after
+ * the node's: run-time memory in the plan's arena, live during this step only (shared with other
+ * steps' values). Returns its position in c->step->out. One per step (the plan reserves one value
+ * per node); the step must have fewer than NN_MAX_OUT outputs (plan.c). */
+int nn_add_scratch (OpCtx *c, gint64 numel);
 
 /* Reads a constant int64 (or int32) input as a list; FALSE with an error if it is not constant. */
 gboolean nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error);
@@ -206,6 +211,8 @@ void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha)
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
 gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
 void nn_free_step_params (Step *step);
+/* Frees what a GRU step's params own besides themselves; no-op for other steps (ops-rnn.c). */
+void nn_free_rnn_params (Step *step);
 
 /* ---- compiling (plan.c) and plans specialised on parameters given at run time (plan-special.c) ---- */
 

@@ -137,6 +137,24 @@ add_value (Plan *p, const char *name)
   return idx;
 }
 
+int
+nn_add_scratch (OpCtx *c, gint64 numel)
+{
+  Step *s = c->step;
+  g_return_val_if_fail (s->n_out < NN_MAX_OUT, -1);
+  int v = (int) c->plan->n_values++;
+  Value *val = &c->plan->values[v];
+  val->name = "(scratch)"; /* not in by_name: nothing reads it by name */
+  val->def_step = -1;
+  val->last_use = -1;
+  val->alias_of = -1;
+  val->input_index = -1;
+  gint64 dims[1] = {MAX (numel, 1)};
+  nn_set_shape (val, SEDP_NN_FLOAT, 1, dims);
+  s->out[s->n_out++] = v;
+  return (int) s->n_out - 1;
+}
+
 static int
 alias_root (const Plan *p, int v)
 {
@@ -366,6 +384,8 @@ static gboolean
 fold_step (Plan *p, Step *step, GError **error)
 {
   for (guint k = 0; k < step->n_out; k++) {
+    if (step->out[k] < 0)
+      continue;
     Value *o = &p->values[step->out[k]];
     gsize bytes = (gsize) o->numel * sedp_nn_dtype_size (o->dtype);
     o->data = g_malloc0 (MAX (bytes, 1));
@@ -378,7 +398,8 @@ fold_step (Plan *p, Step *step, GError **error)
     if (step->in[k] >= 0)
       ptrs[step->in[k]] = p->values[alias_root (p, step->in[k])].data;
   for (guint k = 0; k < step->n_out; k++)
-    ptrs[step->out[k]] = p->values[step->out[k]].data;
+    if (step->out[k] >= 0)
+      ptrs[step->out[k]] = p->values[step->out[k]].data;
   return step->fn (p, step, ptrs, error);
 }
 
@@ -484,7 +505,7 @@ plan_start (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, G
   p->steps = g_array_new (FALSE, TRUE, sizeof (Step));
   guint cap = model->n_inputs + model->n_initializers + 1;
   for (guint i = 0; i < model->n_nodes; i++)
-    cap += model->nodes[i].n_outputs;
+    cap += model->nodes[i].n_outputs + 1; /* + a scratch value (nn_add_scratch) */
   p->values = g_new0 (Value, cap);
 
   /* Values: initializers, graph inputs, node outputs. */
@@ -578,9 +599,12 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_da
     for (guint k = 0; k < node->n_inputs; k++)
       step.in[k] = node->inputs[k][0] ? value_index (p, node->inputs[k]) : -1;
     step.n_out = node->n_outputs;
-    for (guint k = 0; k < node->n_outputs; k++)
+    gboolean any_out = FALSE;
+    for (guint k = 0; k < node->n_outputs; k++) {
       step.out[k] = node->outputs[k][0] ? value_index (p, node->outputs[k]) : -1;
-    if (step.n_out == 0 || step.out[0] < 0) {
+      any_out = any_out || step.out[k] >= 0;
+    }
+    if (!any_out) {
       nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "has no output");
       goto fail;
     }
@@ -826,7 +850,10 @@ sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out)
     const Step *st = &g_array_index (p->steps, Step, s);
     if (st->n_out == 0)
       continue; /* folded into another kernel */
-    const Value *o = &p->values[st->out[0]];
+    guint k = 0;
+    while (k + 1 < st->n_out && st->out[k] < 0)
+      k++; /* the first output present (optional outputs may be omitted) */
+    const Value *o = &p->values[st->out[k]];
     g_autofree char *shape = sedp_nn_shape_to_string (o->rank, o->dims);
     g_string_append_printf (out, "  %3u %-20s %-24s → %s %s\n", s, st->kernel,
                             st->node->name && *st->node->name ? st->node->name : st->node->op_type,
