@@ -341,3 +341,13 @@ ints_are (const Out *o, guint n, const gint64 *want)
   CU_ASSERT_EQUAL (floats_are (&(out), (rtol), NVALS (__VA_ARGS__), D (__VA_ARGS__)), 0)
 #define INTS_ARE(out, ...) CU_ASSERT_EQUAL (ints_are (&(out), NINTS (__VA_ARGS__), I64 (__VA_ARGS__)), 0)
 #define ATTR_INTS(node, name, ...) tb_attr_ints ((node), (name), NINTS (__VA_ARGS__), I64 (__VA_ARGS__))
+
+/* A GError of the nn domain with this code whose message names every needle. */
+#define ASSERT_NN_ERROR(error, want_code, ...)                                                 \
+  do {                                                                                         \
+    SEDP_ASSERT_ERROR ((error), SEDP_NN_ERROR, __VA_ARGS__);                                   \
+    if ((error)->code != (int) (want_code))                                                    \
+      fprintf (stderr, "\n  error code %d, want %d: %s\n", (error)->code, (int) (want_code),    \
+               (error)->message);                                                              \
+    CU_ASSERT_EQUAL ((error)->code, (int) (want_code));                                        \
+  } while (0)

@@ -2459,15 +2459,6 @@ test_outputs_aliasing (void)
  * Load-time errors
  * ============================================================================================== */
 
-#define ASSERT_NN_ERROR(error, want_code, ...)                                                 \
-  do {                                                                                         \
-    SEDP_ASSERT_ERROR ((error), SEDP_NN_ERROR, __VA_ARGS__);                                   \
-    if ((error)->code != (int) (want_code))                                                    \
-      fprintf (stderr, "\n  error code %d, want %d: %s\n", (error)->code, (int) (want_code),    \
-               (error)->message);                                                              \
-    CU_ASSERT_EQUAL ((error)->code, (int) (want_code));                                        \
-  } while (0)
-
 static void
 test_unsupported_ops (void)
 {
