@@ -351,7 +351,8 @@ test_reduce_ops_opset18 (void)
 }
 
 /* An axis of length 0 gives each op's identity (-inf, +inf, 1, 0, 0, -inf); of length 1 the
- * element itself (L2: its magnitude); Max and Min propagate NaN; noop_with_empty_axes. */
+ * element itself (L2: its magnitude); Max and Min propagate NaN; noop_with_empty_axes reduces
+ * over no axis (SumSquare: each element squared). */
 static void
 test_reduce_ops_edges (void)
 {
@@ -392,7 +393,7 @@ test_reduce_ops_edges (void)
   CU_ASSERT (isnan (nm[0]) && nm[1] == 6.0f);
   CU_ASSERT (isnan (nmin[0]) && nmin[1] == -4.0f);
   SHAPE_IS (o[14], 2, 3);
-  CU_ASSERT (((const float *) o[14].data)[5] == 6.0f);
+  CU_ASSERT (((const float *) o[14].data)[5] == 36.0f); /* over no axis: each element squared */
   outs_free (o, 15);
   sedp_nn_model_unref (m);
 }

@@ -811,11 +811,11 @@ reduce_layout (ReduceParams *p, const Value *x, const gboolean *red)
   for (int i = first; first >= 0 && i <= last; i++)
     contiguous = contiguous && red[i];
   p->general = !contiguous || p->int64;
+  /* Nothing reduced (noop_with_empty_axes): each element alone, so ReduceSumSquare squares and
+   * ReduceL2 takes magnitudes, as ONNX's reference and ONNX Runtime. */
   p->outer = first < 0 ? x->numel : nn_numel (first, x->dims);
   p->red = first < 0 ? 1 : nn_numel (last - first + 1, x->dims + first);
   p->inner = first < 0 ? 1 : nn_numel (x->rank - last - 1, x->dims + last + 1);
-  if (first < 0 && !p->int64)
-    p->op = RED_SUM; /* nothing reduced (noop_with_empty_axes): the identity, as ONNX Runtime */
   p->rank = x->rank;
   memcpy (p->dims, x->dims, sizeof p->dims);
   gint64 st = 1;
