@@ -175,17 +175,27 @@ test_layernorm_edges (void)
   INIT_F (m, "S0", NULL, 0);
   tb_node (m, "LayerNormalization", "one", "X,S1,B1", "Y,M");
   tb_node (m, "LayerNormalization", "zero", "Z,S0", "W");
+  /* on a constant (folded at plan time), Mean omitted */
+  INIT_F (m, "K", F32 (1, 2, 4), 3);
+  tb_scalar_f (m, "one", 1.0f);
+  tb_node (m, "LayerNormalization", "folded", "K,one", "KY,,KI");
   OUT (m, "Y", F);
   OUT (m, "M", F);
   OUT (m, "W", F);
+  OUT (m, "KY", F);
+  OUT (m, "KI", F);
   SedpNnTensor ins[2] = {TT (F, F32 (7, -3), 2, 1), TT (F, F32 (0), 2, 0)};
-  Out o3[3];
+  Out o3[5];
   run_model (m, 2, 2, ins, o3);
   SHAPE_IS (o3[0], 2, 1);
   FLOATS_ARE (o3[0], 1e-6, 0.5, 0.5);
   FLOATS_ARE (o3[1], 1e-6, 7, -3);
   SHAPE_IS (o3[2], 2, 0);
-  outs_free (o3, 3);
+  double kinv = 1 / sqrt (14.0 / 9 + 1e-5); /* mean 7/3, deviations -4/3, -1/3, 5/3 */
+  FLOATS_ARE (o3[3], 1e-6, -4 / 3.0 * kinv, -1 / 3.0 * kinv, 5 / 3.0 * kinv);
+  SHAPE_IS (o3[4], 1);
+  FLOATS_ARE (o3[4], 1e-6, kinv);
+  outs_free (o3, 5);
   sedp_nn_model_unref (m);
 }
 

@@ -360,6 +360,8 @@ static gboolean
 fold_step (Plan *p, Step *step, GError **error)
 {
   for (guint k = 0; k < step->n_out; k++) {
+    if (step->out[k] < 0)
+      continue; /* an omitted optional output */
     Value *o = &p->values[step->out[k]];
     gsize bytes = (gsize) o->numel * sedp_nn_dtype_size (o->dtype);
     o->data = g_malloc0 (MAX (bytes, 1));
@@ -372,7 +374,8 @@ fold_step (Plan *p, Step *step, GError **error)
     if (step->in[k] >= 0)
       ptrs[step->in[k]] = p->values[alias_root (p, step->in[k])].data;
   for (guint k = 0; k < step->n_out; k++)
-    ptrs[step->out[k]] = p->values[step->out[k]].data;
+    if (step->out[k] >= 0)
+      ptrs[step->out[k]] = p->values[step->out[k]].data;
   return step->fn (p, step, ptrs, error);
 }
 
