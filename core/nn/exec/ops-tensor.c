@@ -1,21 +1,15 @@
 /* sedp — tensor operators: Concat, Gather (and the fused embedding bag), the views (Reshape,
- * Flatten, Squeeze, Unsqueeze, Identity), Transpose, Slice, Expand, ReduceSum/Mean, and the
- * metadata operators folded at plan time (Constant, Shape). */
+ * Flatten, Squeeze, Unsqueeze, Identity), Transpose, Slice, Expand, the reductions (ReduceSum,
+ * Mean, Max, Min, Prod, L2, SumSquare, LogSumExp), and the metadata operators folded at plan
+ * time (Constant, Shape). */
 #include "ops.h"
+
+#include <math.h>
 
 /* ---- strided copy: out[idx] = src[base + Σ idx[d] * stride[d]] ---- */
 
-typedef struct {
-  int rank;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  gint64 strides[SEDP_NN_MAX_RANK]; /* in source elements, per output axis */
-  gint64 base;
-  gint64 numel;
-  gsize esize;
-} CopyParams;
-
-static void
-strided_copy (const CopyParams *p, const guint8 *src, guint8 *dst)
+void
+nn_strided_copy (const CopyParams *p, const guint8 *src, guint8 *dst)
 {
   if (p->numel == 0)
     return;
@@ -57,24 +51,18 @@ strided_copy (const CopyParams *p, const guint8 *src, guint8 *dst)
 static gboolean
 kernel_strided_copy (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
-  strided_copy (s->params, ptrs[s->in[0]], ptrs[s->out[0]]);
+  nn_strided_copy (s->params, ptrs[s->in[0]], ptrs[s->out[0]]);
   return TRUE;
 }
 
-static void
-contiguous_strides (int rank, const gint64 *dims, gint64 *strides)
+void
+nn_contiguous_strides (int rank, const gint64 *dims, gint64 *strides)
 {
   gint64 st = 1;
   for (int i = rank - 1; i >= 0; i--) {
     strides[i] = st;
     st *= dims[i];
   }
-}
-
-static gint64
-norm_axis (gint64 axis, int rank)
-{
-  return axis < 0 ? axis + rank : axis;
 }
 
 /* ---- views: the output is the input's bytes with another shape ---- */
@@ -198,7 +186,7 @@ gboolean
 nn_prepare_flatten (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
-  gint64 axis = norm_axis (nn_attr_int (c->node, "axis", 1), x->rank);
+  gint64 axis = nn_norm_axis (nn_attr_int (c->node, "axis", 1), x->rank);
   if (axis < 0 || axis > x->rank) {
     nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "axis out of range");
     return FALSE;
@@ -208,26 +196,10 @@ nn_prepare_flatten (OpCtx *c, GError **error)
 }
 
 /* The axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13. */
-/* Refuses the form of `axes` that the model's opset does not have: it would silently change
- * the result (an ignored attribute reduces or squeezes every axis). */
 static gboolean
 check_axes_form (OpCtx *c, gint64 input_from, GError **error)
 {
-  gboolean has_attr = sedp_nn_node_attr (c->node, "axes") != NULL;
-  gboolean has_input = op_in (c, 1) != NULL;
-  if (c->opset >= input_from && has_attr) {
-    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
-                   "from opset %" G_GINT64_FORMAT " 'axes' is an input, not an attribute (model opset %" G_GINT64_FORMAT ")",
-                   input_from, c->opset);
-    return FALSE;
-  }
-  if (c->opset < input_from && has_input) {
-    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
-                   "before opset %" G_GINT64_FORMAT " 'axes' is an attribute, not an input (model opset %" G_GINT64_FORMAT ")",
-                   input_from, c->opset);
-    return FALSE;
-  }
-  return TRUE;
+  return nn_check_param_form (c, "axes", 1, input_from, error);
 }
 
 static gboolean
@@ -259,7 +231,7 @@ nn_prepare_squeeze (OpCtx *c, GError **error)
     return FALSE;
   gboolean drop[SEDP_NN_MAX_RANK] = {0};
   for (guint i = 0; i < n; i++) {
-    gint64 a = norm_axis (axes[i], x->rank);
+    gint64 a = nn_norm_axis (axes[i], x->rank);
     if (a < 0 || a >= x->rank || x->dims[a] != 1) {
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "cannot squeeze axis %" G_GINT64_FORMAT,
                      axes[i]);
@@ -291,7 +263,7 @@ nn_prepare_unsqueeze (OpCtx *c, GError **error)
   }
   gboolean ins[SEDP_NN_MAX_RANK] = {0};
   for (guint i = 0; i < n; i++) {
-    gint64 a = norm_axis (axes[i], r);
+    gint64 a = nn_norm_axis (axes[i], r);
     if (a < 0 || a >= r || ins[a]) {
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "bad axis %" G_GINT64_FORMAT, axes[i]);
       return FALSE;
@@ -319,7 +291,7 @@ nn_prepare_transpose (OpCtx *c, GError **error)
   }
   gboolean seen[SEDP_NN_MAX_RANK] = {0};
   for (int i = 0; i < x->rank; i++) {
-    perm[i] = pa ? norm_axis (pa->ints[i], x->rank) : x->rank - 1 - i;
+    perm[i] = pa ? nn_norm_axis (pa->ints[i], x->rank) : x->rank - 1 - i;
     if (perm[i] < 0 || perm[i] >= x->rank || seen[perm[i]]) {
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "perm is not a permutation");
       return FALSE;
@@ -329,7 +301,7 @@ nn_prepare_transpose (OpCtx *c, GError **error)
   CopyParams *p = g_new0 (CopyParams, 1);
   c->step->params = p;
   gint64 in_strides[SEDP_NN_MAX_RANK];
-  contiguous_strides (x->rank, x->dims, in_strides);
+  nn_contiguous_strides (x->rank, x->dims, in_strides);
   p->rank = x->rank;
   for (int i = 0; i < x->rank; i++) {
     p->dims[i] = x->dims[perm[i]];
@@ -368,7 +340,7 @@ nn_prepare_slice (OpCtx *c, GError **error)
     count[i] = x->dims[i];
   }
   for (guint k = 0; k < ns; k++) {
-    gint64 a = norm_axis (axes ? axes[k] : (gint64) k, x->rank);
+    gint64 a = nn_norm_axis (axes ? axes[k] : (gint64) k, x->rank);
     gint64 st = steps ? steps[k] : 1, d = x->dims[a >= 0 && a < x->rank ? a : 0];
     if (a < 0 || a >= x->rank || st == 0) {
       nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "bad axis or zero step");
@@ -391,7 +363,7 @@ nn_prepare_slice (OpCtx *c, GError **error)
   CopyParams *p = g_new0 (CopyParams, 1);
   c->step->params = p;
   gint64 in_strides[SEDP_NN_MAX_RANK];
-  contiguous_strides (x->rank, x->dims, in_strides);
+  nn_contiguous_strides (x->rank, x->dims, in_strides);
   p->rank = x->rank;
   for (int i = 0; i < x->rank; i++) {
     p->dims[i] = count[i];
@@ -465,7 +437,7 @@ nn_prepare_concat (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs 1 to %d inputs", NN_MAX_IN);
     return FALSE;
   }
-  gint64 axis = norm_axis (nn_attr_int (c->node, "axis", 0), x0->rank);
+  gint64 axis = nn_norm_axis (nn_attr_int (c->node, "axis", 0), x0->rank);
   if (axis < 0 || axis >= x0->rank) {
     nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "axis out of range for rank %d", x0->rank);
     return FALSE;
@@ -542,7 +514,7 @@ nn_prepare_gather (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs data and int64/int32 indices");
     return FALSE;
   }
-  gint64 axis = norm_axis (nn_attr_int (c->node, "axis", 0), x->rank);
+  gint64 axis = nn_norm_axis (nn_attr_int (c->node, "axis", 0), x->rank);
   if (axis < 0 || axis >= x->rank || x->rank + ix->rank - 1 > SEDP_NN_MAX_RANK) {
     nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "axis out of range for rank %d", x->rank);
     return FALSE;
@@ -609,73 +581,213 @@ nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, 
   return TRUE;
 }
 
-/* ---- ReduceSum / ReduceMean ---- */
+/* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2,
+ * ReduceSumSquare, ReduceLogSumExp ---- */
 
+typedef enum {
+  RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L2, RED_SUM_SQUARE, RED_LOG_SUM_EXP,
+} ReduceOp;
+
+/* Each reduction: its kernel name, and the opset from which `axes` is an input. */
+static const struct {
+  const char *op_type;
+  ReduceOp op;
+  const char *kernel;
+  gint64 axes_input_from;
+} reduce_ops[] = {
+  {"ReduceSum", RED_SUM, "reduce_sum", 13},
+  {"ReduceMean", RED_MEAN, "reduce_mean", 18},
+  {"ReduceMax", RED_MAX, "reduce_max", 18},
+  {"ReduceMin", RED_MIN, "reduce_min", 18},
+  {"ReduceProd", RED_PROD, "reduce_prod", 18},
+  {"ReduceL2", RED_L2, "reduce_l2", 18},
+  {"ReduceSumSquare", RED_SUM_SQUARE, "reduce_sum_square", 18},
+  {"ReduceLogSumExp", RED_LOG_SUM_EXP, "reduce_log_sum_exp", 18},
+};
+
+/* A reduction's parameters (no pointers: freed with g_free). */
 typedef struct {
+  ReduceOp op;
   gint64 outer, red, inner; /* contiguous case: [outer, red, inner] → [outer, inner] */
-  gboolean mean;
-  /* general case */
+  /* general case (reduced axes not adjacent, or int64): each input element's output offset */
   gboolean general;
+  gboolean int64;           /* int64 ReduceMax/Min (always the general case) */
   int rank;
   gint64 dims[SEDP_NN_MAX_RANK];
   gint64 out_strides[SEDP_NN_MAX_RANK]; /* 0 on reduced axes */
   gint64 out_numel, in_numel;
-  double divisor;
+  double divisor;           /* elements per output (ReduceMean) */
 } ReduceParams;
+
+/* The value of a reduction over nothing: 0 for sums, ±∞ for Max/Min, 1 for Prod. */
+static double
+reduce_identity (ReduceOp op)
+{
+  return op == RED_MAX || op == RED_LOG_SUM_EXP ? -INFINITY : op == RED_MIN ? INFINITY
+         : op == RED_PROD                        ? 1.0
+                                                 : 0.0;
+}
+
+/* py[i] = py[i] ⊕ px[i] over one row (Max and Min propagate NaN, as numpy). */
+static inline void
+reduce_row (ReduceOp op, float *restrict py, const float *restrict px, gint64 n)
+{
+  switch (op) {
+  case RED_MAX:
+  case RED_LOG_SUM_EXP: /* its first pass: the maximum */
+    for (gint64 i = 0; i < n; i++)
+      py[i] = px[i] > py[i] || px[i] != px[i] ? px[i] : py[i];
+    break;
+  case RED_MIN:
+    for (gint64 i = 0; i < n; i++)
+      py[i] = px[i] < py[i] || px[i] != px[i] ? px[i] : py[i];
+    break;
+  case RED_PROD:
+    for (gint64 i = 0; i < n; i++)
+      py[i] *= px[i];
+    break;
+  case RED_L2:
+  case RED_SUM_SQUARE:
+    for (gint64 i = 0; i < n; i++)
+      py[i] += px[i] * px[i];
+    break;
+  default:
+    for (gint64 i = 0; i < n; i++)
+      py[i] += px[i];
+  }
+}
+
+/* log Σ exp(x - m) + m, with m the maximum already in py (stable; ±∞ and NaN maxima stay). */
+static void
+reduce_lse_finish (float *py, const float *px, gint64 red, gint64 inner)
+{
+  for (gint64 i = 0; i < inner; i++) {
+    double m = py[i], s = 0;
+    if (!isfinite (m))
+      continue;
+    for (gint64 r = 0; r < red; r++)
+      s += exp ((double) px[r * inner + i] - m);
+    py[i] = (float) (m + log (s));
+  }
+}
+
+/* The last step of one output row: Mean's division, L2's root, LogSumExp's second pass. */
+static inline void
+reduce_finish (const ReduceParams *p, float *py, const float *px)
+{
+  if (p->op == RED_MEAN)
+    for (gint64 i = 0; i < p->inner; i++)
+      py[i] = (float) (py[i] / p->divisor);
+  else if (p->op == RED_L2)
+    for (gint64 i = 0; i < p->inner; i++)
+      py[i] = sqrtf (py[i]);
+  else if (p->op == RED_LOG_SUM_EXP)
+    reduce_lse_finish (py, px, p->red, p->inner);
+}
+
+/* The next input element's output offset (an odometer over the input's index). */
+static inline void
+reduce_next (const ReduceParams *p, gint64 *idx, gint64 *off)
+{
+  for (int d = p->rank - 1; d >= 0; d--) {
+    idx[d]++;
+    *off += p->out_strides[d];
+    if (idx[d] < p->dims[d])
+      break;
+    *off -= p->out_strides[d] * idx[d];
+    idx[d] = 0;
+  }
+}
+
+static inline double
+reduce_combine (ReduceOp op, double a, double x)
+{
+  switch (op) {
+  case RED_MAX:
+  case RED_LOG_SUM_EXP:
+    return x > a || x != x ? x : a;
+  case RED_MIN:
+    return x < a || x != x ? x : a;
+  case RED_PROD:
+    return a * x;
+  case RED_L2:
+  case RED_SUM_SQUARE:
+    return a + x * x;
+  default:
+    return a + x;
+  }
+}
+
+/* The general float case, accumulated in double. */
+static void
+reduce_general (const ReduceParams *p, const float *x, float *y)
+{
+  g_autofree double *acc = g_new (double, MAX (p->out_numel, 1));
+  g_autofree double *sum = p->op == RED_LOG_SUM_EXP ? g_new0 (double, MAX (p->out_numel, 1)) : NULL;
+  for (gint64 i = 0; i < p->out_numel; i++)
+    acc[i] = reduce_identity (p->op);
+  gint64 idx[SEDP_NN_MAX_RANK] = {0}, off = 0;
+  for (gint64 i = 0; i < p->in_numel; i++, reduce_next (p, idx, &off))
+    acc[off] = reduce_combine (p->op, acc[off], x[i]);
+  if (sum) { /* log-sum-exp: Σ exp(x - max), then max + log Σ */
+    memset (idx, 0, sizeof idx);
+    off = 0;
+    for (gint64 i = 0; i < p->in_numel; i++, reduce_next (p, idx, &off))
+      sum[off] += isfinite (acc[off]) ? exp (x[i] - acc[off]) : 0;
+    for (gint64 i = 0; i < p->out_numel; i++)
+      acc[i] = isfinite (acc[i]) ? acc[i] + log (sum[i]) : acc[i];
+  }
+  for (gint64 i = 0; i < p->out_numel; i++)
+    y[i] = (float) (p->op == RED_MEAN ? acc[i] / p->divisor : p->op == RED_L2 ? sqrt (acc[i]) : acc[i]);
+}
+
+/* int64 ReduceMax/Min; over nothing, the type's minimum (Max) or maximum (Min). */
+static void
+reduce_int64 (const ReduceParams *p, const gint64 *x, gint64 *y)
+{
+  gboolean max = p->op == RED_MAX;
+  for (gint64 i = 0; i < p->out_numel; i++)
+    y[i] = max ? G_MININT64 : G_MAXINT64;
+  gint64 idx[SEDP_NN_MAX_RANK] = {0}, off = 0;
+  for (gint64 i = 0; i < p->in_numel; i++, reduce_next (p, idx, &off))
+    y[off] = max ? MAX (y[off], x[i]) : MIN (y[off], x[i]);
+}
 
 NN_HOT static gboolean
 kernel_reduce (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const ReduceParams *p = s->params;
-  const float *x = ptrs[s->in[0]];
-  float *y = ptrs[s->out[0]];
-  if (!p->general) {
-    for (gint64 o = 0; o < p->outer; o++) {
-      float *py = y + o * p->inner;
-      const float *px = x + o * p->red * p->inner;
-      if (p->red == 0) /* an empty axis: the sum of nothing is 0 (and the mean 0/0, NaN) */
-        memset (py, 0, (gsize) p->inner * sizeof (float));
-      else
-        memcpy (py, px, (gsize) p->inner * sizeof (float));
-      for (gint64 r = 1; r < p->red; r++)
-        for (gint64 i = 0; i < p->inner; i++)
-          py[i] += px[r * p->inner + i];
-      if (p->mean)
-        for (gint64 i = 0; i < p->inner; i++)
-          py[i] = (float) (py[i] / p->divisor);
-    }
+  if (p->int64) {
+    reduce_int64 (p, ptrs[s->in[0]], ptrs[s->out[0]]);
     return TRUE;
   }
-  g_autofree double *acc = g_new0 (double, MAX (p->out_numel, 1));
-  gint64 idx[SEDP_NN_MAX_RANK] = {0}, off = 0;
-  for (gint64 i = 0; i < p->in_numel; i++) {
-    acc[off] += x[i];
-    for (int d = p->rank - 1; d >= 0; d--) {
-      idx[d]++;
-      off += p->out_strides[d];
-      if (idx[d] < p->dims[d])
-        break;
-      off -= p->out_strides[d] * idx[d];
-      idx[d] = 0;
-    }
+  const float *x = ptrs[s->in[0]];
+  float *y = ptrs[s->out[0]];
+  if (p->general) {
+    reduce_general (p, x, y);
+    return TRUE;
   }
-  for (gint64 i = 0; i < p->out_numel; i++)
-    y[i] = (float) (p->mean ? acc[i] / p->divisor : acc[i]);
+  float id = (float) reduce_identity (p->op);
+  for (gint64 o = 0; o < p->outer; o++) {
+    float *py = y + o * p->inner;
+    const float *px = x + o * p->red * p->inner;
+    for (gint64 i = 0; i < p->inner; i++)
+      py[i] = id;
+    for (gint64 r = 0; r < p->red; r++)
+      reduce_row (p->op, py, px + r * p->inner, p->inner);
+    reduce_finish (p, py, px);
+  }
   return TRUE;
 }
 
-gboolean
-nn_prepare_reduce (OpCtx *c, GError **error)
+/* The reduced axes (red[d]) from the `axes` attribute (before @input_from) or input (from it);
+ * none given: every axis, or none with `noop_with_empty_axes` (an input-form attribute). */
+static gboolean
+reduce_axes (OpCtx *c, gint64 input_from, gboolean *red, GError **error)
 {
   Value *x = op_in (c, 0);
-  gboolean mean = strcmp (c->node->op_type, "ReduceMean") == 0;
-  if (x == NULL || x->dtype != SEDP_NN_FLOAT) {
-    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs a float input");
-    return FALSE;
-  }
-  /* axes: an input from opset 13 (ReduceSum) or 18 (ReduceMean), an attribute before. */
-  gboolean axes_input = c->opset >= (mean ? 18 : 13);
-  if (!check_axes_form (c, mean ? 18 : 13, error))
+  gboolean axes_input = c->opset >= input_from;
+  if (!check_axes_form (c, input_from, error))
     return FALSE;
   g_autofree gint64 *axes = NULL;
   guint n = 0;
@@ -687,68 +799,85 @@ nn_prepare_reduce (OpCtx *c, GError **error)
     n = a ? a->n_ints : 0;
     axes = g_memdup2 (a ? a->ints : NULL, sizeof (gint64) * MAX (n, 1));
   }
-  gboolean keepdims = nn_attr_int (c->node, "keepdims", 1) != 0;
   gboolean noop = axes_input && nn_attr_int (c->node, "noop_with_empty_axes", 0) != 0;
-  gboolean red[SEDP_NN_MAX_RANK] = {0};
   for (guint i = 0; i < n; i++) {
-    gint64 a = norm_axis (axes[i], x->rank);
+    gint64 a = nn_norm_axis (axes[i], x->rank);
     if (a < 0 || a >= x->rank) {
-      nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "axis %" G_GINT64_FORMAT " out of range",
-                     axes[i]);
+      nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node,
+                     "axis %" G_GINT64_FORMAT " out of range for rank %d", axes[i], x->rank);
       return FALSE;
     }
     red[a] = TRUE;
   }
-  if (n == 0 && !noop)
-    for (int i = 0; i < x->rank; i++)
-      red[i] = TRUE;
-  ReduceParams *p = g_new0 (ReduceParams, 1);
-  c->step->params = p;
-  p->mean = mean;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  int r = 0;
-  double divisor = 1;
+  for (int i = 0; n == 0 && !noop && i < x->rank; i++)
+    red[i] = TRUE;
+  return TRUE;
+}
+
+/* The kernel's layout: [outer, red, inner] when the reduced axes are adjacent, else (or for
+ * int64) the output offset of every input axis. */
+static void
+reduce_layout (ReduceParams *p, const Value *x, const gboolean *red)
+{
   int first = -1, last = -1;
-  for (int i = 0; i < x->rank; i++) {
+  p->divisor = 1;
+  for (int i = 0; i < x->rank; i++)
     if (red[i]) {
-      divisor *= (double) x->dims[i];
-      if (first < 0)
-        first = i;
+      p->divisor *= (double) x->dims[i];
+      first = first < 0 ? i : first;
       last = i;
-      if (keepdims)
-        dims[r++] = 1;
-    } else {
-      dims[r++] = x->dims[i];
     }
-  }
-  p->divisor = divisor;
   gboolean contiguous = TRUE;
   for (int i = first; first >= 0 && i <= last; i++)
     contiguous = contiguous && red[i];
-  if (first < 0) {
-    p->outer = x->numel;
-    p->red = 1;
-    p->inner = 1;
-  } else if (contiguous) {
-    p->outer = nn_numel (first, x->dims);
-    p->red = nn_numel (last - first + 1, x->dims + first);
-    p->inner = nn_numel (x->rank - last - 1, x->dims + last + 1);
-  } else {
-    p->general = TRUE;
-    p->rank = x->rank;
-    memcpy (p->dims, x->dims, sizeof p->dims);
-    gint64 st = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-      p->out_strides[i] = red[i] ? 0 : st;
-      if (!red[i])
-        st *= x->dims[i];
-    }
-    p->in_numel = x->numel;
-    p->out_numel = st;
+  p->general = !contiguous || p->int64;
+  /* Nothing reduced (noop_with_empty_axes): each element alone, so ReduceSumSquare squares and
+   * ReduceL2 takes magnitudes, as ONNX's reference and ONNX Runtime. */
+  p->outer = first < 0 ? x->numel : nn_numel (first, x->dims);
+  p->red = first < 0 ? 1 : nn_numel (last - first + 1, x->dims + first);
+  p->inner = first < 0 ? 1 : nn_numel (x->rank - last - 1, x->dims + last + 1);
+  p->rank = x->rank;
+  memcpy (p->dims, x->dims, sizeof p->dims);
+  gint64 st = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    p->out_strides[i] = red[i] ? 0 : st;
+    st *= red[i] ? 1 : x->dims[i];
   }
-  nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, r, dims);
+  p->in_numel = x->numel;
+  p->out_numel = st;
+}
+
+gboolean
+nn_prepare_reduce (OpCtx *c, GError **error)
+{
+  Value *x = op_in (c, 0);
+  guint k = 0;
+  while (strcmp (reduce_ops[k].op_type, c->node->op_type) != 0)
+    k++;
+  ReduceOp op = reduce_ops[k].op;
+  gboolean int64_ok = op == RED_MAX || op == RED_MIN;
+  if (x == NULL || (x->dtype != SEDP_NN_FLOAT && !(int64_ok && x->dtype == SEDP_NN_INT64))) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs a float%s input, got %s",
+                   int64_ok ? " or int64" : "", x ? sedp_nn_dtype_name (x->dtype) : "nothing");
+    return FALSE;
+  }
+  gboolean red[SEDP_NN_MAX_RANK] = {0};
+  if (!reduce_axes (c, reduce_ops[k].axes_input_from, red, error))
+    return FALSE;
+  gboolean keepdims = nn_attr_int (c->node, "keepdims", 1) != 0;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  int r = 0;
+  for (int i = 0; i < x->rank; i++)
+    if (!red[i] || keepdims)
+      dims[r++] = red[i] ? 1 : x->dims[i];
+  ReduceParams *p = g_new0 (ReduceParams, 1);
+  c->step->params = p;
+  p->op = op;
+  p->int64 = x->dtype == SEDP_NN_INT64;
+  reduce_layout (p, x, red);
+  nn_set_shape (op_out (c, 0), x->dtype, r, dims);
   c->step->fn = kernel_reduce;
-  c->step->kernel = mean ? "reduce_mean" : "reduce_sum";
+  c->step->kernel = reduce_ops[k].kernel;
   c->step->flops = (double) x->numel;
   return TRUE;
 }
@@ -801,8 +930,8 @@ nn_prepare_shape_op (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
   gint64 start = nn_attr_int (c->node, "start", 0), end = nn_attr_int (c->node, "end", x->rank);
-  start = CLAMP (norm_axis (start, x->rank), 0, x->rank);
-  end = CLAMP (norm_axis (end, x->rank), 0, x->rank);
+  start = CLAMP (nn_norm_axis (start, x->rank), 0, x->rank);
+  end = CLAMP (nn_norm_axis (end, x->rank), 0, x->rank);
   gint64 n = MAX (end - start, 0);
   gint64 *d = g_new (gint64, MAX (n, 1));
   for (gint64 i = 0; i < n; i++)

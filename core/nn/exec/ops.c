@@ -104,6 +104,26 @@ nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error)
 }
 
 gboolean
+nn_check_param_form (OpCtx *c, const char *name, guint input, gint64 input_from, GError **error)
+{
+  gboolean has_attr = sedp_nn_node_attr (c->node, name) != NULL;
+  gboolean has_input = op_in (c, input) != NULL;
+  if (c->opset >= input_from && has_attr) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
+                   "from opset %" G_GINT64_FORMAT " '%s' is an input, not an attribute (model opset %" G_GINT64_FORMAT ")",
+                   input_from, name, c->opset);
+    return FALSE;
+  }
+  if (c->opset < input_from && has_input) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node,
+                   "before opset %" G_GINT64_FORMAT " '%s' is an attribute, not an input (model opset %" G_GINT64_FORMAT ")",
+                   input_from, name, c->opset);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
 nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank, gint64 *out)
 {
   int r = MAX (ra, rb);
@@ -264,6 +284,18 @@ static const OpDef op_table[] = {
   {"Min", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
   {"Mean", nn_prepare_variadic, FALSE, 1, NN_MAX_IN},
   {"GRU", nn_prepare_gru, FALSE, 3, 6},
+  /* normalisation, more reductions, shape operators (ops-norm.c, ops-tensor.c, ops-shape.c) */
+  {"LayerNormalization", nn_prepare_layernorm, FALSE, 2, 3},
+  {"ReduceMax", nn_prepare_reduce, FALSE, 1, 2},
+  {"ReduceMin", nn_prepare_reduce, FALSE, 1, 2},
+  {"ReduceProd", nn_prepare_reduce, FALSE, 1, 2},
+  {"ReduceL2", nn_prepare_reduce, FALSE, 1, 2},
+  {"ReduceSumSquare", nn_prepare_reduce, FALSE, 1, 2},
+  {"ReduceLogSumExp", nn_prepare_reduce, FALSE, 1, 2},
+  {"Split", nn_prepare_split, FALSE, 1, 2},
+  {"Tile", nn_prepare_tile, FALSE, 2, 2},
+  {"ConstantOfShape", nn_prepare_constant_of_shape, TRUE, 1, 1},
+  {"Range", nn_prepare_range, TRUE, 3, 3},
 };
 
 const OpDef *

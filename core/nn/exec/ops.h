@@ -32,6 +32,34 @@ gboolean nn_prepare_where (OpCtx *c, GError **error);
 gboolean nn_prepare_pow (OpCtx *c, GError **error);
 gboolean nn_prepare_variadic (OpCtx *c, GError **error);
 gboolean nn_prepare_gru (OpCtx *c, GError **error);
+/* ops-norm.c */
+gboolean nn_prepare_layernorm (OpCtx *c, GError **error);
+/* ops-shape.c */
+gboolean nn_prepare_split (OpCtx *c, GError **error);
+gboolean nn_prepare_tile (OpCtx *c, GError **error);
+gboolean nn_prepare_constant_of_shape (OpCtx *c, GError **error);
+gboolean nn_prepare_range (OpCtx *c, GError **error);
+
+/* An axis counted from the end when negative (not checked against the rank). */
+static inline gint64
+nn_norm_axis (gint64 axis, int rank)
+{
+  return axis < 0 ? axis + rank : axis;
+}
+
+/* A strided copy (ops-tensor.c): out[idx] = src[base + Σ idx[d] * strides[d]], out contiguous
+ * of shape dims (Transpose, Slice, Expand, Tile, broadcast operands). */
+typedef struct {
+  int rank;
+  gint64 dims[SEDP_NN_MAX_RANK];
+  gint64 strides[SEDP_NN_MAX_RANK]; /* in source elements, per output axis */
+  gint64 base;
+  gint64 numel;
+  gsize esize;
+} CopyParams;
+void nn_strided_copy (const CopyParams *p, const guint8 *src, guint8 *dst);
+/* Row-major strides (in elements) of a contiguous tensor of shape @dims. */
+void nn_contiguous_strides (int rank, const gint64 *dims, gint64 *strides);
 
 /* Fused embedding lookup with pooling: Gather(table, ids) → ReduceSum/Mean over the ids axis. */
 typedef struct {

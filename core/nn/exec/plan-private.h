@@ -14,7 +14,8 @@
 #else
 #define NN_HOT
 #endif
-#define NN_MAX_OUT 4
+/* The most outputs a node may have (Split into heads or gates: a step's out[] is this long). */
+#define NN_MAX_OUT 64
 #define NN_ALIGN 64
 
 typedef enum {
@@ -163,6 +164,12 @@ int nn_add_scratch (OpCtx *c, gint64 numel);
 
 /* Reads a constant int64 (or int32) input as a list; FALSE with an error if it is not constant. */
 gboolean nn_const_ints (OpCtx *c, guint k, gint64 **out, guint *n, GError **error);
+
+/* Refuses the form of parameter @name that the model's opset does not have: an attribute from
+ * opset @input_from on, or input @input before it (an ignored form would silently change the
+ * result). */
+gboolean nn_check_param_form (OpCtx *c, const char *name, guint input, gint64 input_from,
+                              GError **error);
 
 /* Numpy broadcasting of two shapes; FALSE when they do not broadcast. */
 gboolean nn_broadcast_shape (int ra, const gint64 *a, int rb, const gint64 *b, int *rank, gint64 *out);

@@ -385,7 +385,7 @@ fold_step (Plan *p, Step *step, GError **error)
 {
   for (guint k = 0; k < step->n_out; k++) {
     if (step->out[k] < 0)
-      continue;
+      continue; /* an omitted optional output */
     Value *o = &p->values[step->out[k]];
     gsize bytes = (gsize) o->numel * sedp_nn_dtype_size (o->dtype);
     o->data = g_malloc0 (MAX (bytes, 1));
