@@ -1,16 +1,17 @@
-/* feature_processor — per-row feature transforms declared as options: hash ids into the cube's
- * signatures, bucketize, log1p, standardize, cross two id columns, filter rows. Each transform
- * reads columns of the frame and writes a new column; they run in the order hash, cross,
- * bucketize, log1p, standardize, filter (and in the order written within each option), so a
- * later transform may read what an earlier one wrote. Specs are parsed and checked in `create`;
- * columns are looked up per event, and an event whose frame lacks one fails naming it.
- * See docs/feature-processor.md. Built with the SDK only. */
+/* feature_processor — per-row feature transforms declared as options: behaviour sequences cut
+ * or padded to a fixed length, hash ids into the cube's signatures, bucketize, log1p,
+ * standardize, cross two id columns, filter rows. Each transform reads columns of the frame and
+ * writes a new column; they run in the order sequence, hash, cross, bucketize, log1p,
+ * standardize, filter (and in the order written within each option), so a later transform may
+ * read what an earlier one wrote. Specs are parsed and checked in `create`; columns are looked
+ * up per event, and an event whose frame lacks one fails naming it. See
+ * docs/feature-processor.md and docs/sequences.md. Built with the SDK only. */
 #include <sedp/sedp.h>
 
 #include <math.h>
 #include <string.h>
 
-typedef enum { T_HASH, T_CROSS, T_BUCKET, T_LOG1P, T_STD, T_FILTER } Kind;
+typedef enum { T_SEQ, T_HASH, T_CROSS, T_BUCKET, T_LOG1P, T_STD, T_FILTER } Kind;
 
 typedef enum { OP_GE, OP_GT, OP_LE, OP_LT, OP_EQ, OP_NE } Op;
 
@@ -24,7 +25,10 @@ typedef struct {
   guint n_bounds;
   double mean, std; /* standardize */
   Op op;           /* filter */
-  double value;
+  double value;    /* filter; sequence: the padding */
+  guint max_len;   /* sequence */
+  gboolean first;  /* sequence: keep the first max_len values (default: the last) */
+  char *len_out;   /* sequence: OUT_len */
 } Transform;
 
 typedef struct {
@@ -46,6 +50,7 @@ processor_destroy (gpointer instance)
     g_free (p->t[k].in);
     g_free (p->t[k].in2);
     g_free (p->t[k].bounds);
+    g_free (p->t[k].len_out);
   }
   g_free (p->t);
   g_free (p);
@@ -131,6 +136,40 @@ check_out (Transform *t, const char *option, const char *text, GError **error)
   if (strcmp (t->out, t->in) == 0 || (t->in2 && strcmp (t->out, t->in2) == 0))
     return spec_error (error, option, text, "the output must be a new column, not its input");
   return TRUE;
+}
+
+/* sequence: OUT=IN:MAX_LEN[:PAD][:first] */
+static gboolean
+parse_sequence (GArray *ts, const char *text, GError **error)
+{
+  char *out = NULL;
+  g_autofree char *rest = split_out (text, &out);
+  Transform *t = add_transform (ts, T_SEQ);
+  t->out = out;
+  g_auto (GStrv) parts = g_strsplit (rest, ":", -1);
+  guint n = g_strv_length (parts);
+  guint64 len = 0;
+  if (out == NULL || n < 2 || n > 4)
+    return spec_error (error, "sequence", text, "expected OUT=IN:MAX_LEN[:PAD][:first]");
+  t->in = g_strstrip (g_strdup (parts[0]));
+  if (!valid_name (t->in))
+    return spec_error (error, "sequence", text, "'%s' is not a column name", t->in);
+  if (!g_ascii_string_to_unsigned (g_strstrip (parts[1]), 10, 1, 4096, &len, NULL))
+    return spec_error (error, "sequence", text, "MAX_LEN '%s' must be a number from 1 to 4096",
+                       parts[1]);
+  t->max_len = (guint) len;
+  for (guint k = 2; k < n; k++) {
+    const char *p = g_strstrip (parts[k]);
+    if (strcmp (p, "first") == 0)
+      t->first = TRUE;
+    else if (k == 2 && parse_number (p, &t->value) && t->value == floor (t->value))
+      continue;
+    else
+      return spec_error (error, "sequence", text, "'%s' is neither an integer padding nor "
+                         "'first'", p);
+  }
+  t->len_out = g_strconcat (t->out, "_len", NULL);
+  return check_out (t, "sequence", text, error);
 }
 
 /* hash: OUT=IN@SLOT */
@@ -317,7 +356,7 @@ processor_create (SedpStageContext *ctx, GError **error)
   static const struct {
     const char *option;
     gboolean (*parse) (GArray *, const char *, GError **);
-  } kinds[] = {{"hash", parse_hash},   {"cross", parse_cross},
+  } kinds[] = {{"sequence", parse_sequence}, {"hash", parse_hash},   {"cross", parse_cross},
                {"bucketize", parse_bucketize}, {"log1p", parse_log1p},
                {"standardize", parse_standardize}, {"filter", parse_filter}};
   Processor *p = g_new0 (Processor, 1);
@@ -327,7 +366,7 @@ processor_create (SedpStageContext *ctx, GError **error)
     const char *const *items = sedp_stage_context_get_strv (ctx, kinds[k].option);
     for (guint i = 0; ok && items && items[i]; i++) {
       ok = kinds[k].parse (ts, items[i], error);
-      hashing |= k < 2;
+      hashing |= k == 1 || k == 2;
     }
   }
   p->n = ts->len;
@@ -336,8 +375,8 @@ processor_create (SedpStageContext *ctx, GError **error)
     goto fail;
   if (p->n == 0) {
     g_set_error_literal (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
-                         "no transform: set at least one of hash, cross, bucketize, log1p, "
-                         "standardize, filter");
+                         "no transform: set at least one of sequence, hash, cross, bucketize, "
+                         "log1p, standardize, filter");
     goto fail;
   }
   if (!read_key (p, ctx, error))
@@ -374,8 +413,8 @@ fail_event (SedpEvent *ev, const char *fmt, ...)
   return FALSE;
 }
 
-static const char *const kind_names[] = {"hash", "cross", "bucketize", "log1p", "standardize",
-                                         "filter"};
+static const char *const kind_names[] = {"sequence", "hash", "cross", "bucketize", "log1p",
+                                         "standardize", "filter"};
 
 /* The column @name, failing the event when it is missing or not one of the @mask types. */
 static const SedpColumn *
@@ -472,6 +511,53 @@ do_hash (const Processor *p, const Transform *t, SedpEvent *ev, SedpFrame *f, gu
     }
     for (guint i = 0; i < n; i++)
       out[(gsize) r * w + i] = sedp_signature (key, slot, ids[i]);
+  }
+  return TRUE;
+}
+
+/* Copies the kept part of @n values (the last max_len, or the first) of @in to @out (max_len
+ * values of @size bytes), pads the rest with @pad; returns how many were kept. */
+static guint
+seq_row (const Transform *t, const void *in, guint n, gsize size, void *out, const void *pad)
+{
+  guint kept = MIN (n, t->max_len);
+  const guint8 *src = (const guint8 *) in + (t->first ? 0 : (gsize) (n - kept) * size);
+  memcpy (out, src, kept * size);
+  for (guint i = kept; i < t->max_len; i++)
+    memcpy ((guint8 *) out + i * size, pad, size);
+  return kept;
+}
+
+static gboolean
+do_sequence (const Transform *t, SedpEvent *ev, SedpFrame *f, guint n_rows)
+{
+  const SedpColumn *c = need (ev, t, t->in, IDS | M (FLOAT32),
+                              "an idlist, int64, uint64 or float32 column");
+  if (c == NULL)
+    return FALSE;
+  gboolean floats = sedp_column_get_column_type (c) == SEDP_COLUMN_FLOAT32;
+  gsize size = floats ? sizeof (float) : sizeof (gint64);
+  SedpColumn *o = sedp_frame_add_column (f, t->out, floats ? SEDP_COLUMN_FLOAT32 : SEDP_COLUMN_INT64,
+                                         t->max_len);
+  guint8 *out = floats ? (guint8 *) sedp_column_float32_data (o) : (guint8 *) sedp_column_int64_data (o);
+  gint64 *lens = sedp_column_int64_data (sedp_frame_add_column (f, t->len_out, SEDP_COLUMN_INT64, 1));
+  float fpad = (float) t->value;
+  gint64 ipad = (gint64) t->value;
+  gsize row_bytes = t->max_len * size;
+  for (guint r = 0; r < n_rows; r++) {
+    if (r > 0 && sedp_column_is_broadcast (c)) { /* one row, repeated */
+      memcpy (out + r * row_bytes, out, row_bytes);
+      lens[r] = lens[0];
+      continue;
+    }
+    guint n = 0;
+    const void *in = floats ? (const void *) (sedp_column_get_float32 (c) +
+                                              (gsize) (sedp_column_is_broadcast (c) ? 0 : r) *
+                                                sedp_column_get_width (c))
+                            : (const void *) row_ids (c, r, &n);
+    if (floats)
+      n = sedp_column_get_width (c);
+    lens[r] = seq_row (t, in, n, size, out + r * row_bytes, floats ? (const void *) &fpad : (const void *) &ipad);
   }
   return TRUE;
 }
@@ -607,6 +693,7 @@ processor_process (gpointer instance, SedpEvent *const *events, guint n_events, 
     for (guint k = 0; ok && k < p->n; k++) {
       const Transform *t = &p->t[k];
       switch (t->kind) {
+      case T_SEQ: ok = do_sequence (t, ev, f, n_rows); break;
       case T_HASH: ok = do_hash (p, t, ev, f, n_rows); break;
       case T_CROSS: ok = do_cross (p, t, ev, f, n_rows); break;
       case T_FILTER: ok = do_filter (p, t, ev, f, n_rows); break;
@@ -618,6 +705,10 @@ processor_process (gpointer instance, SedpEvent *const *events, guint n_events, 
 }
 
 static const SedpOptionSpec processor_options[] = {
+  SEDP_OPTION_LIST_SPEC ("sequence", NULL,
+                         "OUT=IN:MAX_LEN[:PAD][:first]: a behaviour sequence (idlist, int64, "
+                         "uint64 or float32 IN) as MAX_LEN values, the last ones (or the first), "
+                         "padded with PAD (default 0); also OUT_len, the count kept (int64)"),
   SEDP_OPTION_LIST_SPEC ("hash", NULL,
                          "OUT=IN@SLOT: the ids of IN (idlist, int64, uint64) hashed into the "
                          "signatures of SLOT (idlist out for idlist in, else uint64)"),
@@ -638,8 +729,8 @@ static const SedpOptionSpec processor_options[] = {
 };
 
 SEDP_STAGE_DEFINE (.name = "feature_processor", .version = SEDP_VERSION,
-                   .description = "Per-row feature transforms: hash ids into cube signatures, "
-                                  "cross, bucketize, log1p, standardize, filter",
+                   .description = "Per-row feature transforms: behaviour sequences, hash ids into "
+                                  "cube signatures, cross, bucketize, log1p, standardize, filter",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = processor_options,
                    .create = processor_create, .process = processor_process,
                    .destroy = processor_destroy);

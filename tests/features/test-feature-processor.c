@@ -38,6 +38,16 @@ user_tags (guint seq, guint64 *out)
   out[1] = seq * 31 + 7;
 }
 
+/* The user's behaviour sequence: seq % 6 ids, oldest first. */
+static guint
+hist (guint seq, guint64 *out)
+{
+  guint n = seq % 6;
+  for (guint k = 0; k < n; k++)
+    out[k] = (guint64) seq * 1000 + k + 1;
+  return n;
+}
+
 static guint
 cats (guint seq, guint i, guint64 *out)
 {
@@ -76,6 +86,13 @@ make_req (guint seq, gboolean no_clicks)
   uoff[0] = 0;
   uoff[1] = 2;
   user_tags (seq, uv);
+  guint64 hv[8];
+  guint nh = hist (seq, hv);
+  guint64 *hd = sedp_column_idlist_data (sedp_frame_add_idlist (user, "hist", nh), &uoff);
+  uoff[0] = 0;
+  uoff[1] = nh;
+  memcpy (hd, hv, nh * sizeof (guint64));
+  sedp_column_set_string (sedp_frame_add_column (user, "uname", SEDP_COLUMN_STRING, 1), 0, "u");
   guint n = n_items_of (seq), total = 0;
   guint64 tmp[4];
   for (guint i = 0; i < n; i++)
@@ -192,6 +209,59 @@ f32_is (const SedpFrame *f, const char *name, guint row, double want)
          fabs (sedp_column_get_float32 (c)[rr (c, row)] - want) <= 1e-5 * MAX (fabs (want), 1);
 }
 
+/* The user's sequence cut to 3 (the last 3, or the first 3) and padded with @pad, as int64,
+ * and its length column. */
+static gboolean
+seq_is (const SedpFrame *f, const char *name, const char *len_name, guint row, guint seq,
+        gboolean first, gint64 pad)
+{
+  const SedpColumn *c = col (f, name, SEDP_COLUMN_INT64);
+  guint64 hv[8];
+  guint n = hist (seq, hv), kept = MIN (n, 3), skip = first ? 0 : n - kept;
+  if (c == NULL || sedp_column_get_width (c) != 3 || !i64_is (f, len_name, row, kept))
+    return FALSE;
+  const gint64 *got = sedp_column_get_int64 (c) + (gsize) rr (c, row) * 3;
+  for (guint k = 0; k < 3; k++)
+    if (got[k] != (k < kept ? (gint64) hv[skip + k] : pad))
+      return FALSE;
+  return TRUE;
+}
+
+/* hash of the cut sequence: every element, the padding 0 included, hashed in slot 5. */
+static gboolean
+hashed_seq_is (const SedpFrame *f, guint row, guint seq)
+{
+  const SedpColumn *c = col (f, "hseq_sig", SEDP_COLUMN_UINT64);
+  guint64 hv[8];
+  guint n = hist (seq, hv), kept = MIN (n, 3);
+  if (c == NULL || sedp_column_get_width (c) != 3)
+    return FALSE;
+  const guint64 *got = sedp_column_get_uint64 (c) + (gsize) rr (c, row) * 3;
+  for (guint k = 0; k < 3; k++)
+    if (got[k] != sig (5, k < kept ? hv[n - kept + k] : 0))
+      return FALSE;
+  return TRUE;
+}
+
+/* Item scope: the item's categories cut to 2 and padded with 7; its price as a float sequence of
+ * 2 padded with -1. */
+static gboolean
+item_seq_is (const SedpFrame *f, guint row, guint seq, guint i)
+{
+  const SedpColumn *c = col (f, "cseq", SEDP_COLUMN_INT64);
+  const SedpColumn *p = col (f, "pseq", SEDP_COLUMN_FLOAT32);
+  guint64 cv[4];
+  guint n = cats (seq, i, cv), kept = MIN (n, 2);
+  if (c == NULL || p == NULL || !i64_is (f, "cseq_len", row, kept) || !i64_is (f, "pseq_len", row, 1))
+    return FALSE;
+  const gint64 *got = sedp_column_get_int64 (c) + (gsize) row * 2;
+  const float *pg = sedp_column_get_float32 (p) + (gsize) row * 2;
+  for (guint k = 0; k < 2; k++)
+    if (got[k] != (k < kept ? (gint64) cv[n - kept + k] : 7))
+      return FALSE;
+  return pg[0] == price (seq, i) && pg[1] == -1.0f;
+}
+
 /* Bucket of @v by hand: values < 10 → 0, < 20 → 1, < 50 → 2, else 3. */
 static gint64
 bucket (double v)
@@ -207,12 +277,14 @@ bucket (double v)
     }                                                                                             \
   } while (0)
 
-static const char *user_opts = "hash = uid_sig=user_id@0, tags_sig=user_tags@4\n"
+static const char *user_opts = "sequence = hseq=hist:3, hfirst=hist:3:-1:first\n"
+                               "hash = uid_sig=user_id@0, tags_sig=user_tags@4, hseq_sig=hseq@5\n"
                                "bucketize = age_b=age:10:20:50\n"
                                "standardize = age_z=age:20:8\n"
                                "hash_key = " HEX_KEY "\n";
 
-static const char *item_opts = "hash = item_sig=item_id@1, cat_sig=cat@2, utag_sig=user_tags@3\n"
+static const char *item_opts = "sequence = cseq=cat:2:7, pseq=price:2:-1\n"
+                               "hash = item_sig=item_id@1, cat_sig=cat@2, utag_sig=user_tags@3\n"
                                "cross = ux=user_id*cat@9, tx=user_tags*item_id@10\n"
                                "bucketize = price_b=price:10:20:50\n"
                                "log1p = price, clicks_l=clicks\n"
@@ -258,6 +330,10 @@ check_all (Collector *c, gboolean gaps)
       CHECK (idlist_is (f, "tags_sig", row, tsig, 2));
       CHECK (i64_is (f, "age_b", row, bucket (seq * 4.0)));
       CHECK (f32_is (f, "age_z", row, (seq * 4.0 - 20) / 8));
+      CHECK (seq_is (f, "hseq", "hseq_len", row, seq, FALSE, 0));
+      CHECK (seq_is (f, "hfirst", "hfirst_len", row, seq, TRUE, -1));
+      CHECK (hashed_seq_is (f, row, seq));
+      CHECK (item_seq_is (f, row, seq, i));
       /* item scope */
       CHECK (u64_is (f, "item_sig", row, sig (1, (guint64) seq * 1000 + i)));
       guint64 cv[4], want[8];
@@ -328,7 +404,9 @@ test_cube_key (void)
   g_autofree char *dir = tpath ("fp-cube");
   guint64 keys[3] = {sig (0, 1), sig (0, 2), sig (1, 3)};
   build_cube (dir, keys, 3, 2, 0);
-  g_autofree char *uo = g_strdup_printf ("hash = uid_sig=user_id@0, tags_sig=user_tags@4\n"
+  g_autofree char *uo = g_strdup_printf ("sequence = hseq=hist:3, hfirst=hist:3:-1:first\n"
+                                         "hash = uid_sig=user_id@0, tags_sig=user_tags@4, "
+                                         "hseq_sig=hseq@5\n"
                                          "bucketize = age_b=age:10:20:50\n"
                                          "standardize = age_z=age:20:8\ncube = %s\n",
                                          dir);
@@ -361,6 +439,31 @@ test_request_filter (void)
       SedpItemStatus st = sedp_result_get_item_status (res, i);
       CHECK (seq < 3 ? st == SEDP_ITEM_DROPPED : st == SEDP_ITEM_SCORED);
     }
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
+/* A sequence of the wrong element type fails the requests, naming the transform and the column
+ * (the request's feature); the pipeline goes on. */
+static void
+test_sequence_wrong_type (void)
+{
+  g_autofree char *text = pipeline ("sequence = s=uname:3\n", "log1p = price\n");
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  const guint n = 4;
+  CU_ASSERT_EQUAL (run (p, &c, n, FALSE), n);
+  guint bad = 0, i = 0;
+  for (guint k = 0; k < c.done->len; k++) {
+    const SedpResult *res = sedp_request_get_result (c.done->pdata[k]);
+    guint seq = seq_of (c.done->pdata[k]);
+    CHECK (sedp_result_get_status (res) == SEDP_STATUS_FAILED);
+    const char *msg = sedp_result_get_message (res); /* failed at request scope: the request's */
+    CHECK (msg && strstr (msg, "sequence: column 'uname' is string (expected an idlist, int64, "
+                               "uint64 or float32 column)"));
   }
   CU_ASSERT_EQUAL (bad, 0);
   sedp_pipeline_free (p);
@@ -418,6 +521,12 @@ test_malformed (void)
   refused ("filter = >=3\n", "filter: '>=3'");
   refused ("filter = price=>3\n", "filter: 'price=>3'");
   refused (KEY, "no transform");
+  refused ("sequence = s=cat\n", "sequence: 's=cat': expected OUT=IN:MAX_LEN");
+  refused ("sequence = s=cat:0\n", "MAX_LEN '0' must be a number from 1 to 4096");
+  refused ("sequence = s=cat:5000\n", "MAX_LEN '5000'");
+  refused ("sequence = s=cat:3:x\n", "'x' is neither an integer padding nor 'first'");
+  refused ("sequence = s=cat:3:1.5\n", "'1.5' is neither");
+  refused ("sequence = cat=cat:3\n", "a new column");
 }
 
 int
@@ -430,6 +539,7 @@ main (void)
       CU_add_test (suite, "missing column", test_missing_column) == NULL ||
       CU_add_test (suite, "key from a cube", test_cube_key) == NULL ||
       CU_add_test (suite, "request filter", test_request_filter) == NULL ||
+      CU_add_test (suite, "sequence of the wrong type", test_sequence_wrong_type) == NULL ||
       CU_add_test (suite, "malformed specs", test_malformed) == NULL) {
     CU_cleanup_registry ();
     return CU_get_error ();
