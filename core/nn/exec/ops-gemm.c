@@ -361,6 +361,7 @@ nn_free_step_params (Step *step)
   if (step->fn == nn_kernel_gemm && step->params)
     nn_packed_b_release (((GemmParams *) step->params)->packed);
   nn_free_rnn_params (step);
+  nn_free_target_attention (step);
   g_free (step->params);
   step->params = NULL;
 }

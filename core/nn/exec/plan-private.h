@@ -245,5 +245,11 @@ const Plan *nn_special_current (const Plan *p);
 void nn_special_describe (const Plan *p, GString *out);
 void nn_special_free (Special *special);
 
+/* Target attention (fuse-attention.c): a Gemm over Concat(Expand(q), K, E − K, E ⊙ K, …) becomes
+ * one kernel that computes q's share once per row. Run on the steps before packing; off with
+ * SEDP_NN_NO_FUSE_ATTENTION in the environment. */
+void nn_fuse_target_attention (Plan *p);
+void nn_free_target_attention (Step *step);
+
 /* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */
 void nn_pack_weights (Plan *p);

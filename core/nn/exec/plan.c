@@ -690,6 +690,7 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_da
     t->rank = v->rank;
     memcpy (t->dims, v->dims, sizeof t->dims);
   }
+  nn_fuse_target_attention (p);
   nn_pack_weights (p);
   if (!plan_memory (p, error))
     goto fail;
