@@ -677,7 +677,7 @@ cmd_ops (int argc, char **argv)
 static const SedpCliCommand subs[] = {
   {"info", cmd_info, "Inputs, outputs, operators, parameters and FLOPs of an ONNX model"},
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
-  {"ops", cmd_ops, "List the operators the engine runs (default domain, opset 11 and later)"},
+  {"ops", cmd_ops, "List the operators the engine runs (default domain)"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
   {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},

@@ -14,7 +14,7 @@
 
 #define MAX_DEPTH 64
 #define MAX_MESSAGES 1000000
-#define MIN_OPSET 11
+#define MIN_OPSET 1 /* older operator definitions are checked per operator (sedp_nn_model_check) */
 #define MIN_IR_VERSION 3
 
 /* The ONNX element type numbers sedp reads data of. */
@@ -646,9 +646,8 @@ model_from_proto (SedpNnModel *model, const Sedp__Onnx__ModelProto *mp, const ch
     return FALSE;
   }
   if (model->opset < MIN_OPSET) {
-    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED,
-                 "%s: opset %" G_GINT64_FORMAT " is not supported (sedp runs opset %d and later; "
-                 "re-export the model with a newer opset)",
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,
+                 "%s: opset %" G_GINT64_FORMAT " is not an ONNX opset (they start at %d)",
                  name, model->opset, MIN_OPSET);
     return FALSE;
   }

@@ -104,6 +104,8 @@ typedef struct {
   gboolean shape_only; /* cheap metadata op: always folded when its inputs are constant */
   guint min_inputs;    /* required inputs (present, not "") */
   guint max_inputs;    /* inputs it may have */
+  gint64 since;        /* the oldest opset whose definition of the operator the engine runs as it
+                        * is (a model of an older opset that uses it is refused) */
 } OpDef;
 
 /* The operator table (ops.c). NULL when @op_type is not supported. */

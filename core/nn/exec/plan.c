@@ -18,6 +18,29 @@ sedp_nn_set_blas_threads (int threads)
   openblas_set_num_threads (MAX (threads, 1));
 }
 
+/* A model of an opset before 11 runs when every operator it uses is defined in that opset as the
+ * engine runs it (OpDef.since): the error names those that changed since. */
+static gboolean
+check_opset (const SedpNnModel *model, GError **error)
+{
+  if (model->opset >= 11)
+    return TRUE;
+  g_autoptr (GString) changed = g_string_new (NULL);
+  for (guint i = 0; i < model->n_nodes; i++) {
+    const OpDef *def = nn_op_lookup (model->nodes[i].op_type);
+    g_autofree char *item = g_strdup_printf ("%s (%" G_GINT64_FORMAT ")", def->op_type, def->since);
+    if (def->since > model->opset && !strstr (changed->str, item))
+      g_string_append_printf (changed, "%s%s", changed->len ? ", " : "", item);
+  }
+  if (changed->len == 0)
+    return TRUE;
+  g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED,
+               "opset %" G_GINT64_FORMAT ": the engine runs these operators as defined from a later "
+               "opset (in brackets): %s; re-export the model with opset 11 or later",
+               model->opset, changed->str);
+  return FALSE;
+}
+
 gboolean
 sedp_nn_model_check (const SedpNnModel *model, GError **error)
 {
@@ -35,7 +58,7 @@ sedp_nn_model_check (const SedpNnModel *model, GError **error)
       g_ptr_array_add (missing, g_steal_pointer (&name));
   }
   if (missing->len == 0)
-    return TRUE;
+    return check_opset (model, error);
   g_ptr_array_add (missing, NULL);
   g_autofree char *list = g_strjoinv (", ", (char **) missing->pdata);
   g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED,
