@@ -13,15 +13,13 @@ last_node (SynthBuilder *b)
   return &b->m->nodes[b->m->n_nodes - 1];
 }
 
-/* Names @producer's output @name and makes it a graph output [batch, @width]. */
-static const char *
-add_output_width (SynthBuilder *b, SedpNnNode *producer, const char *name, gint64 width)
+/* The value @name a graph output [batch, @width]. */
+static void
+add_output (SynthBuilder *b, const char *name, gint64 width)
 {
-  synth_rename_output (producer, name);
   gint64 dims[2] = {-1, width};
   const char *params[2] = {"batch", NULL};
   sedp_nn_model_add_output (b->m, name, SEDP_NN_FLOAT, 2, dims, params);
-  return name;
 }
 
 /* emb_K [rows, dim] drawn within ±@scale, looked up by slot_K and pooled over the ids. */
@@ -143,7 +141,7 @@ synth_build_dcnv2 (SynthBuilder *b)
 /* DSSM (Huang et al. 2013; two-tower retrieval as DeepRec's DSSM). User tower over [dense, the
  * first slots/2 slots sum-pooled], item tower over the other slots mean-pooled, each an MLP with
  * Tanh on every layer; score = 5 · cos(u, v) (ReduceSum(u·v) / (√Σu² · √Σv² + ε)); Sigmoid.
- * Outputs prob [batch, 1] and the towers' vectors user_vec, item_vec [batch, h]. */
+ * Outputs prob [batch, 1], then the towers' vectors user_vec, item_vec [batch, h]. */
 void
 synth_build_dssm (SynthBuilder *b)
 {
@@ -156,7 +154,8 @@ synth_build_dssm (SynthBuilder *b)
   const char *u = synth_concat (b, "/user_tower", uparts, 1);
   u = synth_mlp (b, "user_tower", u, o->n_dense + nu * o->dim, o->n_hidden, o->hidden, "Tanh",
                  "Tanh", FALSE);
-  u = add_output_width (b, last_node (b), "user_vec", h);
+  synth_rename_output (last_node (b), "user_vec");
+  u = "user_vec";
 
   g_autoptr (GPtrArray) iparts = g_ptr_array_new ();
   for (guint k = nu; k < o->slots; k++)
@@ -164,7 +163,8 @@ synth_build_dssm (SynthBuilder *b)
   const char *v = synth_concat (b, "/item_tower", iparts, 1);
   v = synth_mlp (b, "item_tower", v, (o->slots - nu) * o->dim, o->n_hidden, o->hidden, "Tanh",
                  "Tanh", FALSE);
-  v = add_output_width (b, last_node (b), "item_vec", h);
+  synth_rename_output (last_node (b), "item_vec");
+  v = "item_vec";
 
   const char *s = "/cosine";
   const char *uv = OUT (synth_add (b, s, "Mul", u, v, NULL));
@@ -178,6 +178,8 @@ synth_build_dssm (SynthBuilder *b)
   const char *cosine = OUT (synth_add (b, s, "Div", dot, den, NULL));
   const char *score = OUT (synth_add (b, "", "Mul", cosine, synth_const_f (b, "", 5.0f), NULL));
   synth_sigmoid_output (b, score, "prob");
+  add_output (b, "user_vec", h);
+  add_output (b, "item_vec", h);
 }
 
 /* ESMM (Ma et al., SIGIR'18): shared embeddings, x = [dense, pooled embeddings]; a CTR tower and
