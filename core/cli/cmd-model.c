@@ -548,8 +548,10 @@ cmd_synth (int argc, char **argv)
   g_autofree char *hidden = NULL, *bottom = NULL, *expert_hidden = NULL;
   int slots = -1, dim = -1, rows = -1, ids = -1, dense = -1, cross = -1, experts = -1;
   int tower = -1, opset = -1;
+  int crosses = -1, cross_rank = -1, levels = -1, task_experts = -1, shared_experts = -1;
   const GOptionEntry entries[] = {
-    {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "mlp, dlrm, dcn, deepfm or mmoe", "ARCH"},
+    {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm or ple",
+     "ARCH"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text, "Seed of the weights (default 1)", "S"},
     {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "small (default) or realistic", "PRESET"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "The ONNX file to write", "FILE.onnx"},
@@ -567,7 +569,15 @@ cmd_synth (int argc, char **argv)
     {"experts", 0, 0, G_OPTION_ARG_INT, &experts, "mmoe: experts", "K"},
     {"expert-hidden", 0, 0, G_OPTION_ARG_STRING, &expert_hidden, "mmoe: expert MLP sizes",
      "SIZES"},
-    {"tower", 0, 0, G_OPTION_ARG_INT, &tower, "mmoe: hidden size of the task towers", "N"},
+    {"tower", 0, 0, G_OPTION_ARG_INT, &tower, "mmoe, ple: hidden size of the task towers", "N"},
+    {"crosses", 0, 0, G_OPTION_ARG_INT, &crosses, "wdl: hashed cross features (inputs cross_K)",
+     "N"},
+    {"cross-rank", 0, 0, G_OPTION_ARG_INT, &cross_rank, "dcnv2: rank of the cross layers", "R"},
+    {"levels", 0, 0, G_OPTION_ARG_INT, &levels, "ple: extraction levels", "N"},
+    {"task-experts", 0, 0, G_OPTION_ARG_INT, &task_experts, "ple: experts per task and level",
+     "K"},
+    {"shared-experts", 0, 0, G_OPTION_ARG_INT, &shared_experts, "ple: shared experts per level",
+     "K"},
     {"opset", 0, 0, G_OPTION_ARG_INT, &opset, "ONNX opset, 11 to 21 (default 17)", "V"},
     G_OPTION_ENTRY_NULL,
   };
@@ -584,7 +594,7 @@ cmd_synth (int argc, char **argv)
     return 2;
   }
   if (arch == NULL) {
-    sedp_cli_error ("model synth", "missing --arch (mlp, dlrm, dcn, deepfm or mmoe)");
+    sedp_cli_error ("model synth", "missing --arch (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm or ple)");
     return 2;
   }
   if (!g_strv_contains (sedp_nn_synth_archs (), arch)) {
@@ -626,6 +636,11 @@ cmd_synth (int argc, char **argv)
   SET (cross, cross_layers, "cross-layers");
   SET (experts, experts, "experts");
   SET (tower, tower, "tower");
+  SET (crosses, crosses, "crosses");
+  SET (cross_rank, cross_rank, "cross-rank");
+  SET (levels, levels, "levels");
+  SET (task_experts, task_experts, "task-experts");
+  SET (shared_experts, shared_experts, "shared-experts");
 #undef SET
   if (opset != -1)
     o.opset = opset;
@@ -679,7 +694,7 @@ static const SedpCliCommand subs[] = {
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
   {"ops", cmd_ops, "List the operators the engine runs (default domain)"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
-  {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe)"},
+  {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe, wdl, …)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},
 };
 

@@ -79,3 +79,10 @@ void synth_add_output(SynthBuilder *b, SedpNnNode *producer, const char *name);
 const char *synth_sigmoid_output(SynthBuilder *b, const char *x, const char *name);
 /* [dense, pooled embeddings…] */
 GPtrArray *synth_dense_and_embeddings(SynthBuilder *b, const char *dense, Pool pool);
+
+/* The architectures of synth-multi.c. */
+void synth_build_wdl(SynthBuilder *b);
+void synth_build_dcnv2(SynthBuilder *b);
+void synth_build_dssm(SynthBuilder *b);
+void synth_build_esmm(SynthBuilder *b);
+void synth_build_ple(SynthBuilder *b);

@@ -13,7 +13,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *const archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe", NULL};
+static const char *const archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe",
+                                    "wdl", "dcnv2", "dssm", "esmm", "ple", NULL};
 
 const char *const *
 sedp_nn_synth_archs (void)
@@ -49,6 +50,11 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
     o->experts = 3;
     set_layers (&o->n_expert_hidden, o->expert_hidden, 2, 32, 16);
     o->tower = 8;
+    o->crosses = 2;
+    o->cross_rank = 4;
+    o->levels = 2;
+    o->task_experts = 2;
+    o->shared_experts = 2;
     return TRUE;
   }
   if (strcmp (preset, "realistic") == 0) {
@@ -63,6 +69,15 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
     o->experts = 4;
     set_layers (&o->n_expert_hidden, o->expert_hidden, 2, 256, 128);
     o->tower = 64;
+    o->crosses = 8;
+    o->cross_rank = 64;
+    o->levels = 2;
+    o->task_experts = 2;
+    o->shared_experts = 2;
+    if (g_strcmp0 (arch, "wdl") == 0) /* DeepRec's WDL */
+      set_layers (&o->n_hidden, o->hidden, 3, 1024, 512, 256);
+    if (g_strcmp0 (arch, "esmm") == 0) /* the ESMM paper's towers */
+      set_layers (&o->n_hidden, o->hidden, 3, 360, 200, 80);
     return TRUE;
   }
   return FALSE;
@@ -166,7 +181,8 @@ build_dlrm (SynthBuilder *b)
   synth_sigmoid_output (b, x, "prob");
 }
 
-/* DCN-v2: x0 = [dense, pooled embeddings]; cross layers x_{l+1} = x0 * (x_l W_l + b_l) + x_l;
+/* DCN-v2 in its parallel full-rank form (dcnv2, synth-multi.c, is the stacked low-rank one):
+ * x0 = [dense, pooled embeddings]; cross layers x_{l+1} = x0 * (x_l W_l + b_l) + x_l;
  * a deep tower over x0 (Tanh on its last layer); [x_L, deep] → linear → Sigmoid. */
 static void
 build_dcn (SynthBuilder *b)
@@ -325,9 +341,20 @@ check_options (const SedpNnSynthOptions *o, const char *arch, GError **error)
     RANGE (hidden[k], 1, 65536);
   for (guint k = 0; k < o->n_bottom; k++)
     RANGE (bottom[k], 1, 65536);
-  if (strcmp (arch, "dcn") == 0)
+  if (strcmp (arch, "dcn") == 0 || strcmp (arch, "dcnv2") == 0)
     RANGE (cross_layers, 1, 16);
-  if (strcmp (arch, "mmoe") == 0) {
+  if (strcmp (arch, "wdl") == 0)
+    RANGE (crosses, 0, 1024);
+  if (strcmp (arch, "dcnv2") == 0)
+    RANGE (cross_rank, 1, 65536);
+  if (strcmp (arch, "dssm") == 0)
+    RANGE (slots, 2, 1024); /* a user and an item tower */
+  if (strcmp (arch, "ple") == 0) {
+    RANGE (levels, 1, 8);
+    RANGE (task_experts, 1, 64);
+    RANGE (shared_experts, 1, 64);
+  }
+  if (strcmp (arch, "mmoe") == 0 || strcmp (arch, "ple") == 0) {
     RANGE (experts, 1, 64);
     RANGE (n_expert_hidden, 1, SEDP_NN_SYNTH_MAX_LAYERS);
     for (guint k = 0; k < o->n_expert_hidden; k++)
@@ -337,6 +364,8 @@ check_options (const SedpNnSynthOptions *o, const char *arch, GError **error)
 #undef RANGE
   /* Embedding tables: keep the file addressable and the run reasonable. */
   guint64 bytes = (guint64) o->slots * o->rows * (o->dim + 1) * sizeof (float);
+  if (strcmp (arch, "wdl") == 0)
+    bytes += (guint64) o->crosses * o->rows * sizeof (float);
   if (bytes > (G_GUINT64_CONSTANT (1) << 31)) {
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,
                  "synth: embedding tables of %" G_GUINT64_FORMAT " MiB exceed the 2 GiB limit of "
@@ -367,6 +396,16 @@ sedp_nn_synth (const char *arch, guint64 seed, const SedpNnSynthOptions *opts, G
     build = build_deepfm;
   else if (strcmp (arch, "mmoe") == 0)
     build = build_mmoe;
+  else if (strcmp (arch, "wdl") == 0)
+    build = synth_build_wdl;
+  else if (strcmp (arch, "dcnv2") == 0)
+    build = synth_build_dcnv2;
+  else if (strcmp (arch, "dssm") == 0)
+    build = synth_build_dssm;
+  else if (strcmp (arch, "esmm") == 0)
+    build = synth_build_esmm;
+  else if (strcmp (arch, "ple") == 0)
+    build = synth_build_ple;
   if (build == NULL) {
     g_autofree char *list = g_strjoinv (", ", (char **) archs);
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,

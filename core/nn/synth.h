@@ -29,17 +29,28 @@ typedef struct {
   guint experts;        /* mmoe: experts */
   guint n_expert_hidden; /* mmoe: expert MLP sizes (the last is the expert output) */
   guint expert_hidden[SEDP_NN_SYNTH_MAX_LAYERS];
-  guint tower;          /* mmoe: hidden size of each task tower */
+  guint tower;          /* mmoe, ple: hidden size of each task tower */
+  /* wdl, dcnv2, dssm, esmm, ple (synth-multi.c); n_hidden / hidden are wdl's and dcnv2's deep
+   * MLP, dssm's towers (both), esmm's CTR and CVR towers (each). */
+  guint crosses;        /* wdl: hashed cross features, inputs `cross_K` int64 [batch, 1], each
+                         * looked up in a 1-wide table `cross_emb_K` [rows, 1] */
+  guint cross_rank;     /* dcnv2: rank r of the low-rank cross layers (U_l [d, r], V_l [d, r]);
+                         * cross_layers is their number */
+  guint levels;         /* ple: extraction levels */
+  guint task_experts;   /* ple: experts per task and level (expert_hidden are their sizes) */
+  guint shared_experts; /* ple: shared experts per level */
   gint64 opset;         /* 11 … 21; 17 by default */
 } SedpNnSynthOptions;
 
-/* The architectures: "mlp", "dlrm", "dcn", "deepfm", "mmoe"; NULL-terminated. */
+/* The architectures: "mlp", "dlrm", "dcn", "deepfm", "mmoe", "wdl", "dcnv2", "dssm", "esmm",
+ * "ple"; NULL-terminated. */
 SEDP_API const char *const *sedp_nn_synth_archs (void);
 
 /* Fills @opts with a preset: "small" (fast tests: a few slots, dim 8, 100 rows, hidden 32-16) or
  * "realistic" (26 slots, dim 32, 10000 rows, 13 dense, hidden 512-256-128; mmoe 4 experts
- * 256-128). @arch may be NULL; some presets differ per architecture. FALSE for an unknown
- * preset. */
+ * 256-128; wdl 8 crosses; dcnv2 rank 64; ple 2 levels of 2 + 2 + 2 experts 256-128). @arch may
+ * be NULL; some presets differ per architecture (realistic wdl: hidden 1024-512-256; esmm:
+ * 360-200-80). FALSE for an unknown preset. */
 SEDP_API gboolean sedp_nn_synth_options_init (SedpNnSynthOptions *opts, const char *preset,
                                               const char *arch);
 

@@ -25,7 +25,7 @@ const { ortRun } = require(path.join(toolsDir, 'ort-run'));
 const { compareOutputs, describe, RTOL, ATOL, ATOL_INTERMEDIATE } = require(path.join(toolsDir, 'compare'));
 const { exposeIntermediates } = require(path.join(toolsDir, 'expose'));
 
-const ARCHS = ['mlp', 'dlrm', 'dcn', 'deepfm', 'mmoe'];
+const ARCHS = ['mlp', 'dlrm', 'dcn', 'deepfm', 'mmoe', 'wdl', 'dcnv2', 'dssm', 'esmm', 'ple'];
 const usage = 'usage: conformance.js --sedp SEDP [--work DIR] [--keep] [--quick] [--valgrind SUPP] ' +
               '[--arch A …] [--batch N …] [--seed S …] [--model FILE.onnx …]';
 

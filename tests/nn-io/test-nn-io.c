@@ -306,7 +306,7 @@ test_synth_options (void)
   for (const char *const *arch = sedp_nn_synth_archs (); *arch; arch++) {
     g_autoptr (SedpNnModel) m = sedp_nn_synth (*arch, 3, &o, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL (m);
-    CU_ASSERT_EQUAL (m->n_inputs, 4);
+    CU_ASSERT_EQUAL (m->n_inputs, 4 + (strcmp (*arch, "wdl") == 0 ? o.crosses : 0));
     const SedpNnTensor *t = sedp_nn_model_get_initializer (m, "emb_2");
     CU_ASSERT_PTR_NOT_NULL_FATAL (t);
     CU_ASSERT_EQUAL (t->dims[0], 17);
@@ -339,7 +339,295 @@ test_synth_realistic (void)
       bytes += sedp_nn_tensor_nbytes (m->initializers[k]);
     CU_ASSERT (bytes < 50u * 1000 * 1000);
     CU_ASSERT (bytes > 30u * 1000 * 1000);
-    CU_ASSERT_EQUAL (m->n_inputs, 27);
+    CU_ASSERT_EQUAL (m->n_inputs, 27 + (strcmp (*arch, "wdl") == 0 ? o.crosses : 0));
+  }
+}
+
+/* ---- wdl, dcnv2, dssm, esmm, ple (synth-multi.c) ---- */
+
+static guint
+count_op (const SedpNnModel *m, const char *op)
+{
+  guint n = 0;
+  for (guint i = 0; i < m->n_nodes; i++)
+    n += strcmp (m->nodes[i].op_type, op) == 0;
+  return n;
+}
+
+/* What makes each of them itself: inputs, outputs, ops present and absent, the weights' shapes. */
+static void
+test_synth_multi_shape (void)
+{
+  static const struct {
+    const char *arch;
+    const char *outputs[3];
+    gint64 widths[3];
+    const char *ops[8];
+    const char *absent[4];
+  } cases[] = {
+    {"wdl", {"prob"}, {1}, {"Gather", "ReduceSum", "ReduceMean", "Gemm", "Relu", "Sigmoid"},
+     {"BatchNormalization", "Clip", "Slice", "MatMul"}},
+    {"dcnv2", {"prob"}, {1}, {"MatMul", "Gemm", "Mul", "Add", "Relu", "Sigmoid"}, {"Tanh", "Identity"}},
+    {"dssm", {"prob", "user_vec", "item_vec"}, {1, 16, 16},
+     {"Tanh", "Sqrt", "Div", "ReduceSum", "ReduceMean", "Sigmoid"}, {"Relu"}},
+    {"esmm", {"ctr", "ctcvr"}, {1, 1}, {"Gemm", "Relu", "Sigmoid", "Mul"}, {"Softmax"}},
+    {"ple", {"ctr", "cvr"}, {1, 1}, {"Softmax", "Unsqueeze", "Mul", "ReduceSum", "ReduceMean", "Relu"},
+     {"MatMul", "Expand", "LeakyRelu"}},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
+    const char *arch = cases[c].arch;
+    SedpNnSynthOptions o;
+    CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", arch));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (arch, 1, &o, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+    guint extra = strcmp (arch, "wdl") == 0 ? o.crosses : 0;
+    CU_ASSERT_EQUAL_FATAL (m->n_inputs, 1 + o.slots + extra);
+    CU_ASSERT_STRING_EQUAL (m->inputs[0].name, "dense");
+    for (guint k = 0; k < o.slots; k++) {
+      g_autofree char *slot = g_strdup_printf ("slot_%u", k);
+      CU_ASSERT_STRING_EQUAL (m->inputs[1 + k].name, slot);
+      g_autofree char *emb = g_strdup_printf ("emb_%u", k);
+      const SedpNnTensor *t = sedp_nn_model_get_initializer (m, emb);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (t);
+      CU_ASSERT_EQUAL (t->dims[1], o.dim);
+    }
+    for (guint k = 0; k < extra; k++) {
+      const SedpNnValueInfo *in = &m->inputs[1 + o.slots + k];
+      g_autofree char *name = g_strdup_printf ("cross_%u", k);
+      g_autofree char *table = g_strdup_printf ("cross_emb_%u", k);
+      CU_ASSERT_STRING_EQUAL (in->name, name);
+      CU_ASSERT_EQUAL (in->dtype, SEDP_NN_INT64);
+      CU_ASSERT_EQUAL (in->rank, 2);
+      CU_ASSERT_EQUAL (in->dims[0], -1);
+      CU_ASSERT_EQUAL (in->dims[1], 1);
+      const SedpNnTensor *t = sedp_nn_model_get_initializer (m, table);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (t);
+      CU_ASSERT_EQUAL (t->dims[0], o.rows);
+      CU_ASSERT_EQUAL (t->dims[1], 1);
+    }
+    guint n_out = 0;
+    while (n_out < 3 && cases[c].outputs[n_out])
+      n_out++;
+    CU_ASSERT_EQUAL_FATAL (m->n_outputs, n_out);
+    for (guint k = 0; k < n_out; k++) {
+      CU_ASSERT_STRING_EQUAL (m->outputs[k].name, cases[c].outputs[k]);
+      CU_ASSERT_EQUAL (m->outputs[k].dims[0], -1);
+      CU_ASSERT_EQUAL (m->outputs[k].dims[1], cases[c].widths[k]);
+    }
+    for (guint k = 0; k < G_N_ELEMENTS (cases[c].ops) && cases[c].ops[k]; k++) {
+      if (count_op (m, cases[c].ops[k]) == 0)
+        fprintf (stderr, "\n  %s has no %s\n", arch, cases[c].ops[k]);
+      CU_ASSERT (count_op (m, cases[c].ops[k]) > 0);
+    }
+    for (guint k = 0; k < G_N_ELEMENTS (cases[c].absent) && cases[c].absent[k]; k++) {
+      if (count_op (m, cases[c].absent[k]) != 0)
+        fprintf (stderr, "\n  %s has a %s\n", arch, cases[c].absent[k]);
+      CU_ASSERT_EQUAL (count_op (m, cases[c].absent[k]), 0);
+    }
+    CU_ASSERT (sedp_nn_model_check (m, &error));
+  }
+
+  SedpNnSynthOptions o;
+  g_autoptr (GError) error = NULL;
+  /* dcnv2: low rank, stacked: cross_layers × (V [d0, r] MatMul, U Gemm [d0, r]); the deep MLP
+   * reads the last cross layer's output. */
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", "dcnv2"));
+  o.cross_layers = 3;
+  o.cross_rank = 5;
+  g_autoptr (SedpNnModel) dcn = sedp_nn_synth ("dcnv2", 1, &o, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dcn);
+  gint64 d0 = o.n_dense + o.slots * o.dim;
+  for (guint l = 0; l < 3; l++) {
+    g_autofree char *u = g_strdup_printf ("cross.%u.U.weight", l);
+    const SedpNnTensor *t = sedp_nn_model_get_initializer (dcn, u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (t);
+    CU_ASSERT_EQUAL (t->dims[0], d0);
+    CU_ASSERT_EQUAL (t->dims[1], 5);
+  }
+  CU_ASSERT_PTR_NULL (sedp_nn_model_get_initializer (dcn, "cross.3.U.weight"));
+  CU_ASSERT_EQUAL (count_op (dcn, "MatMul"), 3 + o.n_hidden / 2);
+  const SedpNnNode *first = NULL;
+  for (guint i = 0; i < dcn->n_nodes && !first; i++)
+    if (strcmp (dcn->nodes[i].name, "/deep.0/Gemm") == 0)
+      first = &dcn->nodes[i];
+  CU_ASSERT_PTR_NOT_NULL_FATAL (first);
+  CU_ASSERT_STRING_EQUAL (first->inputs[0], "/cross.2/Add_output_0");
+
+  /* ple: per level 2 × task_experts + shared_experts experts; a task gate per task and level,
+   * a shared gate below the last level. */
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", "ple"));
+  o.levels = 3;
+  o.task_experts = 1;
+  o.shared_experts = 2;
+  g_autoptr (SedpNnModel) ple = sedp_nn_synth ("ple", 1, &o, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (ple);
+  CU_ASSERT_EQUAL (count_op (ple, "Softmax"), 3 * 2 + 2);
+  CU_ASSERT_EQUAL (count_op (ple, "Gemm"),
+                   3 * (2 * 1 + 2) * o.n_expert_hidden + (3 * 2 + 2) + 2 * 2);
+  const SedpNnTensor *sg = sedp_nn_model_get_initializer (ple, "levels.1.shared_gate.weight");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (sg);
+  CU_ASSERT_EQUAL (sg->dims[0], 2 * 1 + 2);
+  const SedpNnTensor *tg = sedp_nn_model_get_initializer (ple, "levels.2.gates.1.weight");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (tg);
+  CU_ASSERT_EQUAL (tg->dims[0], 1 + 2);
+  CU_ASSERT_PTR_NULL (sedp_nn_model_get_initializer (ple, "levels.2.shared_gate.weight"));
+
+  /* dssm: the user tower reads dense and the first half of the slots, the item tower the rest. */
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", "dssm"));
+  o.slots = 5;
+  g_autoptr (SedpNnModel) dssm = sedp_nn_synth ("dssm", 1, &o, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dssm);
+  const SedpNnTensor *uw = sedp_nn_model_get_initializer (dssm, "user_tower.0.weight");
+  const SedpNnTensor *iw = sedp_nn_model_get_initializer (dssm, "item_tower.0.weight");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (uw);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (iw);
+  CU_ASSERT_EQUAL (uw->dims[1], o.n_dense + 2 * o.dim);
+  CU_ASSERT_EQUAL (iw->dims[1], 3 * o.dim);
+}
+
+/* check_options: bad sizes of the new options refused, the error naming the option; options of
+ * other architectures ignored. */
+static void
+test_synth_multi_options (void)
+{
+  static const struct {
+    const char *arch;
+    const char *field;
+    guint offset;
+    guint value;
+  } cases[] = {
+    {"wdl", "crosses", G_STRUCT_OFFSET (SedpNnSynthOptions, crosses), 1025},
+    {"wdl", "hidden", G_STRUCT_OFFSET (SedpNnSynthOptions, hidden), 0},
+    {"dcnv2", "cross_rank", G_STRUCT_OFFSET (SedpNnSynthOptions, cross_rank), 0},
+    {"dcnv2", "cross_layers", G_STRUCT_OFFSET (SedpNnSynthOptions, cross_layers), 0},
+    {"dcnv2", "cross_layers", G_STRUCT_OFFSET (SedpNnSynthOptions, cross_layers), 17},
+    {"dssm", "slots", G_STRUCT_OFFSET (SedpNnSynthOptions, slots), 1},
+    {"dssm", "n_hidden", G_STRUCT_OFFSET (SedpNnSynthOptions, n_hidden), 0},
+    {"esmm", "hidden", G_STRUCT_OFFSET (SedpNnSynthOptions, hidden), 70000},
+    {"ple", "levels", G_STRUCT_OFFSET (SedpNnSynthOptions, levels), 0},
+    {"ple", "levels", G_STRUCT_OFFSET (SedpNnSynthOptions, levels), 9},
+    {"ple", "task_experts", G_STRUCT_OFFSET (SedpNnSynthOptions, task_experts), 0},
+    {"ple", "shared_experts", G_STRUCT_OFFSET (SedpNnSynthOptions, shared_experts), 65},
+    {"ple", "tower", G_STRUCT_OFFSET (SedpNnSynthOptions, tower), 0},
+    {"ple", "n_expert_hidden", G_STRUCT_OFFSET (SedpNnSynthOptions, n_expert_hidden), 0},
+    {"ple", "expert_hidden", G_STRUCT_OFFSET (SedpNnSynthOptions, expert_hidden), 0},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
+    SedpNnSynthOptions o;
+    sedp_nn_synth_options_init (&o, "small", cases[c].arch);
+    G_STRUCT_MEMBER (guint, &o, cases[c].offset) = cases[c].value;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (cases[c].arch, 1, &o, &error);
+    if (m != NULL)
+      fprintf (stderr, "\n  %s: %s = %u accepted\n", cases[c].arch, cases[c].field, cases[c].value);
+    CU_ASSERT_PTR_NULL (m);
+    g_autofree char *needle = g_strdup_printf ("synth: %s", cases[c].field);
+    SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, needle, "must be between");
+  }
+  /* A wdl with too many cross rows for one file. */
+  SedpNnSynthOptions o;
+  sedp_nn_synth_options_init (&o, "small", "wdl");
+  o.rows = 100000000;
+  o.slots = 1;
+  o.dim = 1;
+  o.crosses = 1024;
+  g_autoptr (GError) error = NULL;
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("wdl", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "2 GiB");
+  g_clear_error (&error);
+  /* The options of the others are not checked: ple's levels 0 is no error for wdl, crosses 2000
+   * none for ple; a wdl with no crosses has no cross inputs. */
+  sedp_nn_synth_options_init (&o, "small", "wdl");
+  o.levels = 0;
+  o.cross_rank = 0;
+  o.crosses = 0;
+  g_autoptr (SedpNnModel) w = sedp_nn_synth ("wdl", 1, &o, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (w);
+  CU_ASSERT_EQUAL (w->n_inputs, 1 + o.slots);
+  sedp_nn_synth_options_init (&o, "small", "ple");
+  o.crosses = 2000;
+  g_autoptr (SedpNnModel) p = sedp_nn_synth ("ple", 1, &o, &error);
+  CU_ASSERT_PTR_NOT_NULL (p);
+  /* The presets. */
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", "wdl"));
+  CU_ASSERT_EQUAL (o.n_hidden, 3);
+  CU_ASSERT_EQUAL (o.hidden[0], 1024);
+  CU_ASSERT_EQUAL (o.hidden[2], 256);
+  CU_ASSERT_EQUAL (o.crosses, 8);
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", "esmm"));
+  CU_ASSERT_EQUAL (o.hidden[0], 360);
+  CU_ASSERT_EQUAL (o.hidden[2], 80);
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", "dcnv2"));
+  CU_ASSERT_EQUAL (o.cross_layers, 3);
+  CU_ASSERT_EQUAL (o.cross_rank, 64);
+  CU_ASSERT_EQUAL (o.hidden[0], 512);
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", "ple"));
+  CU_ASSERT_EQUAL (o.levels, 2);
+  CU_ASSERT_EQUAL (o.task_experts, 2);
+  CU_ASSERT_EQUAL (o.shared_experts, 2);
+  CU_ASSERT_EQUAL (o.expert_hidden[0], 256);
+  CU_ASSERT_EQUAL (o.expert_hidden[1], 128);
+  CU_ASSERT_EQUAL (o.tower, 64);
+  CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", "dcnv2"));
+  CU_ASSERT_EQUAL (o.cross_rank, 4);
+}
+
+/* The bytes of the file are pinned for (arch, seed): the splitmix stream, the order the weights
+ * are drawn in and the graph must not change unnoticed (a change that means to is a new hash
+ * here). Both presets build, the realistic one in memory only. */
+static void
+test_synth_multi_bytes (void)
+{
+  static const struct {
+    const char *arch;
+    guint64 seed;
+    const char *sha256;
+  } cases[] = {
+    {"wdl", 1, "6bcbea982a4bbc65810de1773d5b1bd53cf806216ed931e0fb5b0e4c210b2e57"},
+    {"wdl", 2, "9e54f3b01de814d6a0bbddeb8f1d2eb575c48d8ced2c234a8d66d2f5e9f0cf02"},
+    {"dcnv2", 1, "90ca41a8fb895fa15ed7dd481a645e40c20c28c9f8c53e368c0e60654cde1be3"},
+    {"dcnv2", 2, "62f22b11a580ead13058d637f33069a56ffe7d20abb92eea6c4db030875c7f81"},
+    {"dssm", 1, "f7f3f4ddb24234b29b580ea191fabd9c6735a9d258312f4771eaa094524b0d6c"},
+    {"dssm", 2, "049d1a307db0d0f9733e8325f97938ca69fcb0ee96eb3afbd0581248b9ace08c"},
+    {"esmm", 1, "f059afe0466058e15cb7bfe67335d5cb98327607abe717a6ef8cc54e37df2203"},
+    {"esmm", 2, "0f73a2f828e8add40714cee19e9f42c417fb8c903624d16bac6a92b7c49a6a7d"},
+    {"ple", 1, "936477b1586253fd12f287271004a37b898fe329373886c4db3b4903a3e98ca2"},
+    {"ple", 2, "33df73feb8f70f29697fe463ffadcd525207c6e9bf8506dcb521cdcd708ac4f9"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (cases[c].arch, cases[c].seed, NULL, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+    g_autofree char *name = g_strdup_printf ("bytes-%s-%" G_GUINT64_FORMAT ".onnx", cases[c].arch,
+                                             cases[c].seed);
+    g_autofree char *path = tmp_path (name);
+    CU_ASSERT_FATAL (sedp_nn_model_save (m, path, &error));
+    gsize n;
+    g_autofree guint8 *data = read_file (path, &n);
+    g_autofree char *sum = g_compute_checksum_for_data (G_CHECKSUM_SHA256, data, n);
+    if (g_getenv ("SEDP_PRINT_SYNTH_SHA256"))
+      fprintf (stderr, "\n    {\"%s\", %" G_GUINT64_FORMAT ", \"%s\"},", cases[c].arch,
+               cases[c].seed, sum);
+    if (strcmp (sum, cases[c].sha256) != 0)
+      fprintf (stderr, "\n  %s seed %" G_GUINT64_FORMAT ": sha256 %s, pinned %s\n", cases[c].arch,
+               cases[c].seed, sum, cases[c].sha256);
+    CU_ASSERT_STRING_EQUAL (sum, cases[c].sha256);
+  }
+  if (g_getenv ("SEDP_VALGRIND"))
+    return;
+  static const char *const archs[] = {"wdl", "dcnv2", "dssm", "esmm", "ple"};
+  for (guint a = 0; a < G_N_ELEMENTS (archs); a++) {
+    SedpNnSynthOptions o;
+    CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", archs[a]));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (archs[a], 1, &o, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+    guint64 params = 0;
+    for (guint k = 0; k < m->n_initializers; k++)
+      params += (guint64) sedp_nn_tensor_numel (m->initializers[k]);
+    CU_ASSERT (params > 9000000 && params < 11000000);
+    CU_ASSERT (sedp_nn_model_check (m, &error));
   }
 }
 
@@ -1213,6 +1501,65 @@ test_cli_synth_info (void)
   assert_run (&mhelp, 0, "bench", NULL);
 }
 
+/* The new options on the command line write what the library writes. */
+static void
+test_cli_synth_multi (void)
+{
+  g_autofree char *wpath = tmp_path ("cli-wdl.onnx");
+  g_auto (SedpTestRun) r;
+  spawn_sedp (&r, "model", "synth", "--arch", "wdl", "--crosses", "3", "--slots", "2", "-o", wpath,
+              NULL);
+  assert_run (&r, 0, "wrote", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpNnModel) w = sedp_nn_model_load (wpath, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (w);
+  SedpNnSynthOptions o;
+  sedp_nn_synth_options_init (&o, "small", "wdl");
+  o.crosses = 3;
+  o.slots = 2;
+  g_autoptr (SedpNnModel) wlib = sedp_nn_synth ("wdl", 1, &o, &error);
+  CU_ASSERT_EQUAL (w->n_inputs, 1 + 2 + 3);
+  assert_models_equal (wlib, w);
+
+  g_autofree char *ppath = tmp_path ("cli-ple.onnx");
+  g_auto (SedpTestRun) rp;
+  spawn_sedp (&rp, "model", "synth", "--arch", "ple", "--levels", "3", "--task-experts", "1",
+              "--shared-experts", "3", "--tower", "5", "--seed", "4", "-o", ppath, NULL);
+  assert_run (&rp, 0, "wrote", NULL);
+  g_autoptr (SedpNnModel) p = sedp_nn_model_load (ppath, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
+  sedp_nn_synth_options_init (&o, "small", "ple");
+  o.levels = 3;
+  o.task_experts = 1;
+  o.shared_experts = 3;
+  o.tower = 5;
+  g_autoptr (SedpNnModel) plib = sedp_nn_synth ("ple", 4, &o, &error);
+  assert_models_equal (plib, p);
+
+  g_autofree char *dpath = tmp_path ("cli-dcnv2.onnx");
+  g_auto (SedpTestRun) rd;
+  spawn_sedp (&rd, "model", "synth", "--arch", "dcnv2", "--preset", "realistic", "--cross-rank",
+              "7", "--rows", "10", "-o", dpath, NULL);
+  assert_run (&rd, 0, "wrote", NULL);
+  g_autoptr (SedpNnModel) d = sedp_nn_model_load (dpath, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (d);
+  const SedpNnTensor *u = sedp_nn_model_get_initializer (d, "cross.2.U.weight");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (u);
+  CU_ASSERT_EQUAL (u->dims[0], 13 + 26 * 32);
+  CU_ASSERT_EQUAL (u->dims[1], 7);
+
+  g_autofree char *out = tmp_path ("x.onnx");
+  g_auto (SedpTestRun) bad;
+  spawn_sedp (&bad, "model", "synth", "--arch", "dcnv2", "--cross-rank", "0", "-o", out, NULL);
+  assert_run (&bad, 2, NULL, "cross_rank must be between");
+  g_auto (SedpTestRun) bad2;
+  spawn_sedp (&bad2, "model", "synth", "--arch", "ple", "--levels", "-2", "-o", out, NULL);
+  assert_run (&bad2, 2, NULL, "--levels must not be negative");
+  g_auto (SedpTestRun) bad3;
+  spawn_sedp (&bad3, "model", "synth", "--arch", "dssm", "--slots", "1", "-o", out, NULL);
+  assert_run (&bad3, 2, NULL, "slots must be between 2");
+}
+
 static void
 test_cli_errors (void)
 {
@@ -1376,6 +1723,10 @@ main (void)
     {"synth: attribute forms of older opsets", test_synth_opsets},
     {"synth: options", test_synth_options},
     {"synth: realistic preset", test_synth_realistic},
+    {"synth: wdl, dcnv2, dssm, esmm, ple: inputs, outputs, ops, weights", test_synth_multi_shape},
+    {"synth: wdl, dcnv2, dssm, esmm, ple: options and presets", test_synth_multi_options},
+    {"synth: wdl, dcnv2, dssm, esmm, ple: the bytes for (arch, seed)", test_synth_multi_bytes},
+    {"cli: synth wdl, dcnv2, ple options", test_cli_synth_multi},
     {"tensor .pb round trip", test_tensor_round_trip},
     {"tensor .pb typed fields", test_tensor_typed_fields},
     {"tensor .pb errors", test_tensor_errors},

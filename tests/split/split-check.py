@@ -156,16 +156,23 @@ def main():
             continue
         for i, it in enumerate(res["items"]):
             for name in outputs:
-                got, w = it.get(name), want[name][row]
-                if not isinstance(got, (int, float)):
-                    errors.append("%s item %d: no %s (%r)" % (res["id"], i, name, got))
+                # [batch, 1] outputs come as numbers, wider ones (dssm's vectors) as lists.
+                width = len(want[name]) // batch
+                got, w = it.get(name), want[name][row * width:(row + 1) * width]
+                if width == 1 and isinstance(got, (int, float)):
+                    got = [got]
+                if not (isinstance(got, list) and len(got) == width and
+                        all(isinstance(v, (int, float)) for v in got)):
+                    errors.append("%s item %d: no %s of %d values (%r)" %
+                                  (res["id"], i, name, width, got))
                     continue
-                rel = abs(got - w) / max(abs(w), 1e-30)
-                worst = max(worst, rel)
-                n += 1
-                if not rel <= TOLERANCE:
-                    errors.append("%s item %d: %s = %.9g, the unsplit model gives %.9g" %
-                                  (res["id"], i, name, got, w))
+                for k in range(width):
+                    rel = abs(got[k] - w[k]) / max(abs(w[k]), 1e-30)
+                    worst = max(worst, rel)
+                    n += 1
+                    if not rel <= TOLERANCE:
+                        errors.append("%s item %d: %s[%d] = %.9g, the unsplit model gives %.9g" %
+                                      (res["id"], i, name, k, got[k], w[k]))
             row += 1
     for e in errors[:10]:
         print("split-check: %s: %s" % (tag, e), file=sys.stderr)

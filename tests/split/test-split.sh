@@ -1,7 +1,7 @@
 #!/usr/bin/env sh
 # (env first: under the valgrind test setup, valgrind then checks env, not the shell.)
-# sedp model split on every synthetic arch (mlp, dlrm, dcn, deepfm, mmoe), small and realistic
-# presets, and the mixed-dim archs at opsets with axes as attributes and as inputs: split, run
+# sedp model split on every synthetic arch (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm,
+# ple), small and realistic presets, and the mixed-dim archs at opsets with axes as attributes and as inputs: split, run
 # the dense model through `sedp run` (data_reader, one cube_accessor per cube, model_inference)
 # and compare with `sedp model eval` of the unsplit model (split-check.py: max relative error
 # 1e-5). Usage: test-split.sh SEDP SRCDIR
@@ -13,12 +13,12 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/sedp-split.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
 for preset in small realistic; do
-  for arch in mlp dlrm dcn deepfm mmoe; do
+  for arch in mlp dlrm dcn deepfm mmoe wdl dcnv2 dssm esmm ple; do
     python3 "$src/split-check.py" "$sedp" "$tmp" "$arch" "$preset" || status=1
   done
 done
 for opset in 11 13 18; do
-  for arch in mlp deepfm mmoe; do
+  for arch in mlp deepfm mmoe wdl; do
     python3 "$src/split-check.py" "$sedp" "$tmp" "$arch" small "$opset" || status=1
   done
 done
