@@ -1,7 +1,7 @@
 /* bench/run nn — the dense engine against ONNX Runtime, and against OpenBLAS sgemm peak.
  *
- * For every synthetic architecture (`sedp model synth --preset realistic`), batch 1, 64 and 256,
- * threads 1 and 2: rows/s of `sedp model bench` (T threads, each running its own plan) and of
+ * For every synthetic architecture (`sedp model synth --preset realistic`), batch 1, 64, 256 and
+ * 1024, threads 1 and 2: rows/s of `sedp model bench` (T threads, each running its own plan) and of
  * ONNX Runtime (tools/ort/ort-bench.js, onnxruntime-node: interOpNumThreads = 1, all graph
  * optimizations, sequential execution) on the same model file. ORT uses T threads both ways —
  * one session with intraOpNumThreads = T, and T single-threaded sessions in T processes at once
@@ -14,7 +14,10 @@
  * <arch>_b<B>_t<T>_sedp_rows_per_s, <arch>_b<B>_t<T>_ort_rows_per_s (and for T > 1 the two ways:
  * _ort_intra_rows_per_s, _ort_parallel_rows_per_s), min_over_ort_b64plus,
  * sgemm_peak_gflops, <arch>_b256_t1_gflops, <arch>_b256_t1_peak_share (mlp_b256_t1_peak_share:
- * the largest MLP), ort_call_overhead_us. docs/conformance.md, "Benchmark method".
+ * the largest MLP), ort_call_overhead_us, attention_archs_min_over_ort (din and bst at batch ≥ 64)
+ * and, for those, <arch>_b256_t1_unfused_rows_per_s and <arch>_fusion_gain (sedp with the
+ * attention fusion off, SEDP_NN_NO_FUSE_ATTENTION=1, in the same alternation).
+ * docs/conformance.md, "Benchmark method".
  *
  * Options: --seconds S (each timed run, default 1), --reps N (runs of each engine per
  * configuration, default 3), --arch A (repeatable), --keep DIR (keep the models there).
@@ -29,8 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const all_archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe", NULL};
-static const int batches[] = {1, 64, 256};
+static const char *const all_archs[] = {"mlp",  "dlrm", "dcn", "deepfm", "mmoe", "wdl", "dcnv2",
+                                        "dssm", "esmm", "ple", "din",    "dien", "bst",  NULL};
+/* The architectures whose attention the plan fuses (their own target). */
+static const char *const attention_archs[] = {"din", "bst", NULL};
+static const int batches[] = {1, 64, 256, 1024};
 static const int thread_counts[] = {1, 2};
 
 static char *sedp_bin;
@@ -89,12 +95,12 @@ find_paths (void)
 
 /* Runs @argv; returns its stdout, or dies with its stderr's tail. */
 static char *
-run (char **argv, const char *what)
+run_env (char **argv, const char *what, char **env)
 {
   g_autoptr (GError) error = NULL;
   char *out = NULL, *err = NULL;
   int status = 0;
-  if (!g_spawn_sync (NULL, argv, child_env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error))
+  if (!g_spawn_sync (NULL, argv, env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error))
     die ("%s: %s", what, error->message);
   if (!g_spawn_check_wait_status (status, NULL)) {
     fprintf (stderr, "%s", err ? err : "");
@@ -103,6 +109,12 @@ run (char **argv, const char *what)
   }
   g_free (err);
   return out;
+}
+
+static char *
+run (char **argv, const char *what)
+{
+  return run_env (argv, what, child_env);
 }
 
 /* The value of "RESULT @key=" (or "@key=" at a line start) in @text, or NAN. */
@@ -121,15 +133,18 @@ result_value (const char *text, const char *key)
   return NAN;
 }
 
+/* sedp model bench's rows/s (and GFLOP/s); @unfused: with the attention fusion off. */
 static double
-sedp_rows_per_s (const char *model, int batch, int threads, double seconds, double *gflops)
+sedp_rows_per_s (const char *model, int batch, int threads, double seconds, double *gflops,
+                 gboolean unfused)
 {
   g_autofree char *b = g_strdup_printf ("%d", batch), *t = g_strdup_printf ("%d", threads);
   char s[32];
   g_ascii_formatd (s, sizeof s, "%.2f", seconds);
   char *argv[] = {sedp_bin, "model", "bench", (char *) model, "--batch", b, "--threads", t,
                   "--seconds", s, NULL};
-  g_autofree char *out = run (argv, "sedp model bench");
+  g_auto (GStrv) env = g_environ_setenv (g_strdupv (child_env), "SEDP_NN_NO_FUSE_ATTENTION", "1", TRUE);
+  g_autofree char *out = run_env (argv, "sedp model bench", unfused ? env : child_env);
   double v = result_value (out, "rows_per_s");
   *gflops = result_value (out, "gflops");
   if (isnan (v))
@@ -194,8 +209,15 @@ sgemm_peak (double seconds)
 
 /* ---- main ---- */
 
+static gboolean
+is_attention (const char *arch)
+{
+  return g_strv_contains (attention_archs, arch);
+}
+
 typedef struct {
   double sedp, sedp_gflops;
+  double sedp_unfused;            /* attention archs, batch 256, 1 thread: the fusion off */
   double ort_intra, ort_parallel; /* best rows/s of each way ORT uses the threads */
   double ort;                     /* the better of the two */
 } Measure;
@@ -272,7 +294,7 @@ main (int argc, char **argv)
 
   guint n_archs = g_strv_length ((char **) archs);
   Measure *m = g_new0 (Measure, n_archs * G_N_ELEMENTS (batches) * G_N_ELEMENTS (thread_counts));
-  double min_ratio = INFINITY;
+  double min_ratio = INFINITY, min_attention = INFINITY;
   for (guint ai = 0; ai < n_archs; ai++) {
     const char *arch = archs[ai];
     g_autofree char *model = g_strdup_printf ("%s/%s-realistic.onnx", work, arch);
@@ -288,17 +310,22 @@ main (int argc, char **argv)
         /* Alternate the engines (and, with 2 threads, ORT's two ways of using them); the
          * order rotates between reps and configurations so that none always runs first after
          * a model switch. */
-        int n_turns = threads > 1 ? 3 : 2;
+        gboolean fusion = is_attention (arch) && batch == 256 && threads == 1;
+        int n_turns = threads > 1 || fusion ? 3 : 2;
         for (int r = 0; r < reps; r++) {
           for (int e = 0; e < n_turns; e++) {
             int turn = (e + r + bi + ti) % n_turns;
             if (turn == 0) {
               double gf = 0;
-              double v = sedp_rows_per_s (model, batch, threads, seconds, &gf);
+              double v = sedp_rows_per_s (model, batch, threads, seconds, &gf, FALSE);
               if (v > x->sedp) {
                 x->sedp = v;
                 x->sedp_gflops = gf;
               }
+            } else if (turn == 2 && fusion) {
+              double gf = 0;
+              x->sedp_unfused = MAX (x->sedp_unfused,
+                                     sedp_rows_per_s (model, batch, threads, seconds, &gf, TRUE));
             } else if (turn == 1) {
               x->ort_intra = MAX (x->ort_intra, ort_rows_per_s (model, batch, threads, FALSE, seconds));
             } else {
@@ -310,6 +337,12 @@ main (int argc, char **argv)
         double ratio = x->sedp / x->ort;
         if (batch >= 64)
           min_ratio = MIN (min_ratio, ratio);
+        if (batch >= 64 && is_attention (arch))
+          min_attention = MIN (min_attention, ratio);
+        if (fusion) {
+          printf ("RESULT %s_b256_t1_unfused_rows_per_s=%.0f\n", arch, x->sedp_unfused);
+          printf ("RESULT %s_fusion_gain=%.3f\n", arch, x->sedp / x->sedp_unfused);
+        }
         fprintf (stderr, "%-7s batch %3d threads %d: sedp %9.0f rows/s (%5.1f GFLOP/s), ort %9.0f rows/s "
                          "(intra-op %.0f, parallel %.0f), sedp/ort %.3f\n", arch, batch, threads, x->sedp,
                  x->sedp_gflops, x->ort, x->ort_intra, x->ort_parallel, ratio);
@@ -339,6 +372,8 @@ main (int argc, char **argv)
     printf ("RESULT %s_b256_t1_peak_share=%.3f\n", archs[ai], x->sedp_gflops / peak);
   }
   printf ("RESULT min_over_ort_b64plus=%.3f\n", min_ratio);
+  if (isfinite (min_attention))
+    printf ("RESULT attention_archs_min_over_ort=%.3f\n", min_attention);
   if (!keep)
     g_rmdir (work);
   g_free (m);
