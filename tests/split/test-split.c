@@ -2,7 +2,8 @@
  * several dims and several tables per id input (one cube per dim under DIR, DIR/d4b for a second
  * table of dim 4 on the same ids), every pooling form (keepdims, a dim-1 lookup squeezed, one id
  * per row, a lookup that is also a graph output) checked for equivalence by looking up the
- * cubes and running the dense model; and bad input: one clear error naming what is wrong, exit
+ * cubes and running the dense model; a DIN-like model (unpooled lookups of one shared table, the
+ * id input kept for its mask) checked the same way; and bad input: one clear error naming what is wrong, exit
  * status 1, nothing left behind (no cube, no dense model, no temporary file). The synthetic
  * archs are checked end to end through `sedp run` by test-split.sh. */
 #include "cube-test.h"
