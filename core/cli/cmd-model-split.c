@@ -1,9 +1,12 @@
 /* sedp model split — takes a model's embedding tables (float initializers read by Gather with
  * graph-input ids) out into cubes keyed by the signatures of (slot, id), and writes the rest as
- * a dense model whose inputs are the pooled embeddings. One cube holds one dim: the lookups are
- * grouped into cubes, each of one dim and with at most one table per id input; a model with one
- * group gets its cube at DIR, a model with several gets DIR/dD (DIR/d8, DIR/d1, and DIR/d8b for
- * a second table of dim 8 on the same ids …), all with the same hash key. See docs/storage.md. */
+ * a dense model whose inputs are the pooled embeddings, or, for a lookup that is not pooled (a
+ * behaviour sequence), the looked-up embeddings seq_ID [batch, L, dim]. A table read through
+ * several id inputs goes in once, under the slot of the first. One cube holds one dim: the
+ * lookups are grouped into cubes, each of one dim and with at most one table per slot; a model
+ * with one group gets its cube at DIR, a model with several gets DIR/dD (DIR/d8, DIR/d1, and
+ * DIR/d8b for a second table of dim 8 on the same ids …), all with the same hash key. See
+ * docs/storage.md. */
 #define _GNU_SOURCE
 #include "cmd-model-split.h"
 
@@ -34,25 +37,30 @@ typedef enum {
  * table goes into a cube, the lookup and pooling become the graph input @pooled. */
 typedef struct {
   guint input;               /* the id input's index among the graph inputs */
-  guint slot;                /* K: the id input's number among the id inputs */
+  guint slot;                /* K: the number among the id inputs of the first that reads the
+                              * table (its rows' slot in the cube) */
   const SedpNnTensor *table; /* float [rows, dim] */
   guint dim;
   gboolean mean;             /* ReduceMean, or ReduceSum then Div by the id count */
+  gboolean seq;              /* not pooled: the Gather's [batch, L, dim] is the value */
   const char *value;         /* the pooled value the rest of the graph reads */
   Form form;
   guint group;               /* its cube: an index into the groups */
-  char *pooled;              /* the dense model's input: pooled_K, or pooled_dD_K */
+  char *pooled;              /* the dense model's input: pooled_K, or pooled_dD_K; seq_ID, or
+                              * seq_dD_ID for a sequence */
 } Lookup;
 
-/* One cube: lookups of one dim, at most one per id input. */
+/* One cube: lookups of one dim, at most one table per slot. */
 typedef struct {
   guint dim;
   guint seq;        /* its number among the groups of its dim */
   char *name;       /* "d8", "d8b"; NULL when the split makes one cube */
   char *dir;        /* its final folder */
   char *prefix;     /* cube_accessor's output_prefix */
-  GArray *members;  /* guint: lookups, in slot order */
-  guint64 rows;
+  char *seq_prefix; /* and sequence_prefix */
+  GArray *members;  /* guint: lookups, in the order found */
+  guint n_tables;   /* the distinct tables of the members */
+  guint64 rows;     /* theirs */
 } Group;
 
 static void
@@ -68,6 +76,7 @@ group_clear (gpointer p)
   g_free (g->name);
   g_free (g->dir);
   g_free (g->prefix);
+  g_free (g->seq_prefix);
   if (g->members)
     g_array_unref (g->members);
 }
@@ -272,6 +281,12 @@ match_pooling (const SedpNnModel *m, const SedpNnValueInfo *in, const SedpNnNode
   g_autofree char *why = NULL;
   const char *v = g->outputs[0];
   int rank = 3;
+  if (!is_output (m, v)) {
+    g_autoptr (GArray) cons = consumers (m, v);
+    if (cons->len == 0)
+      return split_fail (error, "the lookup of input '%s' in table '%s' (Gather '%s') is not "
+                         "read", in->name, l->table->name, g->name ? g->name : "?");
+  }
   const SedpNnNode *r = only_reader (m, v, &why), *squeeze = NULL;
   if (r && strcmp (r->op_type, "Squeeze") == 0 && l->dim == 1 && on_one_axis (m, r, 3, 2)) {
     squeeze = r;
@@ -286,12 +301,19 @@ match_pooling (const SedpNnModel *m, const SedpNnValueInfo *in, const SedpNnNode
   else if (r && !on_one_axis (m, r, rank, 1))
     why = g_strdup_printf ("is pooled by %s '%s' over other axes than the ids' (axis 1)",
                            r->op_type, r->name ? r->name : "?");
-  if (why)
-    return split_fail (error, "the lookup of input '%s' in table '%s' (Gather '%s') %s%s; split "
-                       "replaces a lookup by its pooled embedding, so it must be pooled by one "
-                       "ReduceSum or ReduceMean over the ids (axis 1), or take one id per row "
-                       "(ids [batch])", in->name, l->table->name, g->name ? g->name : "?",
-                       squeeze ? "after a Squeeze " : "", why);
+  if (why) {
+    /* Not pooled: the looked-up [batch, L, dim] itself becomes the input seq_ID. */
+    if (in->dims[1] < 1)
+      return split_fail (error, "the lookup of input '%s' in table '%s' (Gather '%s') is not "
+                         "pooled (it %s%s), and the ids have no fixed length: an unpooled "
+                         "lookup needs ids [batch, L] with L fixed", in->name, l->table->name,
+                         g->name ? g->name : "?", squeeze ? "after a Squeeze " : "", why);
+    l->seq = TRUE;
+    l->value = g->outputs[0];
+    l->form = FORM_2D;
+    removed[g - m->nodes] = TRUE;
+    return TRUE;
+  }
   const SedpNnAttr *kd = sedp_nn_node_attr (r, "keepdims");
   gboolean keepdims = kd == NULL || kd->i != 0;
   if (squeeze)
@@ -314,12 +336,14 @@ match_pooling (const SedpNnModel *m, const SedpNnValueInfo *in, const SedpNnNode
 }
 
 /* Finds the lookups: every Gather of a float [rows, dim] initializer on axis 0 whose indices are
- * an int64/int32 graph input, pooled by ReduceSum/ReduceMean over the ids (rank-2 ids) or not at
- * all (rank-1 ids: one id per row). Marks the nodes removed in @removed. */
+ * an int64/int32 graph input, pooled by ReduceSum/ReduceMean over the ids (rank-2 ids), or not
+ * at all (rank-1 ids: one id per row; rank-2 ids: a sequence). A table's slot is that of the
+ * first id input reading it. Marks the nodes removed in @removed. */
 static gboolean
 find_lookups (const SedpNnModel *m, GArray *lookups, gboolean *removed, GError **error)
 {
   guint slot = 0;
+  g_autoptr (GHashTable) owner = g_hash_table_new (NULL, NULL); /* table → its slot + 1 */
   for (guint i = 0; i < m->n_inputs; i++) {
     const SedpNnValueInfo *in = &m->inputs[i];
     if (in->dtype != SEDP_NN_INT64 && in->dtype != SEDP_NN_INT32)
@@ -334,7 +358,11 @@ find_lookups (const SedpNnModel *m, GArray *lookups, gboolean *removed, GError *
       if (t->dims[1] < 1 || t->dims[1] > CUBE_MAX_DIM)
         return split_fail (error, "table '%s' has dim %" G_GINT64_FORMAT " (a cube holds 1 to %d)",
                            t->name, t->dims[1], CUBE_MAX_DIM);
-      Lookup l = {.input = i, .slot = slot, .table = t, .dim = (guint) t->dims[1]};
+      guint owned = GPOINTER_TO_UINT (g_hash_table_lookup (owner, t));
+      if (owned == 0)
+        g_hash_table_insert (owner, (gpointer) t, GUINT_TO_POINTER (slot + 1));
+      Lookup l = {.input = i, .slot = owned ? owned - 1 : slot, .table = t,
+                  .dim = (guint) t->dims[1]};
       if (!match_pooling (m, in, g, &l, removed, error))
         return FALSE;
       g_array_append_val (lookups, l);
@@ -357,11 +385,38 @@ group_order (gconstpointer a, gconstpointer b)
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Groups the lookups into cubes: one dim each, at most one lookup per id input (a second table
- * of the same dim on the same ids goes into a second cube of that dim). Ordered by dim,
- * largest first; named, with the folders and pooled names. */
+/* Whether member @k of @gr is the first of the group to read its table. */
+static gboolean
+first_of_table (const Group *gr, GArray *lookups, guint k)
+{
+  const Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
+  for (guint j = 0; j < k; j++)
+    if (g_array_index (lookups, Lookup, g_array_index (gr->members, guint, j)).table == l->table)
+      return FALSE;
+  return TRUE;
+}
+
+/* Whether lookup @l may join @gr: its table alone holds its slot in the cube (another table of
+ * that slot, read by the same ids, needs another cube), and its output is new (pooled_K: one
+ * pooled lookup per slot; seq_ID: one sequence per id input). */
+static gboolean
+group_fits (const Group *gr, GArray *lookups, const Lookup *l)
+{
+  for (guint k = 0; k < gr->members->len; k++) {
+    const Lookup *o = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
+    if (o->slot == l->slot && (o->table != l->table || (!o->seq && !l->seq)))
+      return FALSE;
+    if (o->seq && l->seq && o->input == l->input)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Groups the lookups into cubes: one dim each, at most one table per slot (a second table of the
+ * same dim on the same ids goes into a second cube of that dim). Ordered by dim, largest first;
+ * named, with the folders and input names. */
 static GArray *
-group_lookups (GArray *lookups, const char *cube_dir)
+group_lookups (GArray *lookups, const char *cube_dir, const SedpNnModel *m)
 {
   GArray *groups = g_array_new (FALSE, TRUE, sizeof (Group));
   g_array_set_clear_func (groups, group_clear);
@@ -373,9 +428,7 @@ group_lookups (GArray *lookups, const char *cube_dir)
       if (gr->dim != l->dim)
         continue;
       seq++;
-      const Lookup *last = gr->members->len == 0 ? NULL : &g_array_index (
-        lookups, Lookup, g_array_index (gr->members, guint, gr->members->len - 1));
-      if (last == NULL || last->slot != l->slot) /* members are in slot order */
+      if (group_fits (gr, lookups, l))
         break;
     }
     if (g == groups->len) {
@@ -384,7 +437,10 @@ group_lookups (GArray *lookups, const char *cube_dir)
     }
     Group *gr = &g_array_index (groups, Group, g);
     g_array_append_val (gr->members, k);
-    gr->rows += (guint64) l->table->dims[0];
+    if (first_of_table (gr, lookups, gr->members->len - 1)) {
+      gr->n_tables++;
+      gr->rows += (guint64) l->table->dims[0];
+    }
   }
   g_array_sort (groups, group_order);
   for (guint g = 0; g < groups->len; g++) {
@@ -392,6 +448,7 @@ group_lookups (GArray *lookups, const char *cube_dir)
     if (groups->len == 1) {
       gr->dir = g_strdup (cube_dir);
       gr->prefix = g_strdup ("pooled_");
+      gr->seq_prefix = g_strdup ("seq_");
     } else {
       /* d8, then d8b, d8c … for more tables of dim 8 on the same ids. */
       gr->name = gr->seq == 0    ? g_strdup_printf ("d%u", gr->dim)
@@ -399,11 +456,13 @@ group_lookups (GArray *lookups, const char *cube_dir)
                                 : g_strdup_printf ("d%uz%u", gr->dim, gr->seq + 1);
       gr->dir = g_build_filename (cube_dir, gr->name, NULL);
       gr->prefix = g_strdup_printf ("pooled_%s_", gr->name);
+      gr->seq_prefix = g_strdup_printf ("seq_%s_", gr->name);
     }
     for (guint k = 0; k < gr->members->len; k++) {
       Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
       l->group = g;
-      l->pooled = g_strdup_printf ("%s%u", gr->prefix, l->slot);
+      l->pooled = l->seq ? g_strconcat (gr->seq_prefix, m->inputs[l->input].name, NULL)
+                         : g_strdup_printf ("%s%u", gr->prefix, l->slot);
     }
   }
   return groups;
@@ -433,15 +492,16 @@ add_axis_node (SedpNnModel *d, const char *op, const char *pooled, const char *v
 }
 
 /* The dense model: @m without the tables, lookups and pooling of @lookups, whose pooled values
- * become inputs [batch, dim] (an id input's in the order of the cubes, at its place); nodes and
- * initializers left unused are dropped. Steals nodes and initializers from @m. */
+ * become inputs [batch, dim] and sequences inputs [batch, L, dim] (an id input's in the order of
+ * the cubes, at its place, after the id input itself where other nodes still read it); nodes
+ * and initializers left unused are dropped. Steals nodes and initializers from @m. */
 static SedpNnModel *
 split_dense (SedpNnModel *m, GArray *lookups, guint n_groups, gboolean *removed, GError **error)
 {
   for (guint k = 0; k < lookups->len; k++) {
     const Lookup *l = &g_array_index (lookups, Lookup, k);
     g_autofree char *axes = g_strdup_printf ("%s_axes", l->pooled);
-    if (has_value (m, l->pooled) || has_value (m, axes)) {
+    if (has_value (m, l->pooled) || (!l->seq && has_value (m, axes))) {
       split_fail (error, "the model already has a value named '%s'",
                   has_value (m, l->pooled) ? l->pooled : axes);
       return NULL;
@@ -475,21 +535,13 @@ split_dense (SedpNnModel *m, GArray *lookups, guint n_groups, gboolean *removed,
         g_hash_table_add (used, n->inputs[i]);
     }
   }
+  /* An id input that other nodes read (a sequence's padding mask) or that is a graph output is
+   * kept. */
+  g_autofree gboolean *keep = g_new0 (gboolean, MAX (m->n_inputs, 1));
   for (guint k = 0; k < lookups->len; k++) {
     const Lookup *l = &g_array_index (lookups, Lookup, k);
     const char *ids = m->inputs[l->input].name;
-    for (guint n = 0; n < m->n_nodes; n++)
-      for (guint i = 0; live[n] && i < m->nodes[n].n_inputs; i++)
-        if (strcmp (m->nodes[n].inputs[i], ids) == 0) {
-          split_fail (error, "input '%s' is also read by node '%s' (%s); split needs id inputs "
-                      "that only index their tables", ids,
-                      m->nodes[n].name ? m->nodes[n].name : "?", m->nodes[n].op_type);
-          return NULL;
-        }
-    if (is_output (m, ids)) {
-      split_fail (error, "input '%s' is also a graph output", ids);
-      return NULL;
-    }
+    keep[l->input] = g_hash_table_contains (used, ids) || is_output (m, ids);
   }
 
   SedpNnModel *d = sedp_nn_model_new (m->opset, m->producer);
@@ -498,14 +550,23 @@ split_dense (SedpNnModel *m, GArray *lookups, guint n_groups, gboolean *removed,
   for (guint i = 0; i < m->n_inputs; i++) {
     const SedpNnValueInfo *in = &m->inputs[i];
     gboolean split = FALSE;
+    if (keep[i])
+      sedp_nn_model_add_input (d, in->name, in->dtype, in->rank, in->dims,
+                               (const char *const *) in->dim_params);
     for (guint g = 0; g < n_groups; g++)
       for (guint k = 0; k < lookups->len; k++) {
         const Lookup *l = &g_array_index (lookups, Lookup, k);
         if (l->input != i || l->group != g)
           continue;
-        gint64 dims[2] = {in->dims[0], l->dim};
-        const char *params[2] = {in->dim_params[0], NULL};
-        sedp_nn_model_add_input (d, l->pooled, SEDP_NN_FLOAT, 2, dims, params);
+        if (l->seq) {
+          gint64 dims[3] = {in->dims[0], in->dims[1], l->dim};
+          const char *params[3] = {in->dim_params[0], NULL, NULL};
+          sedp_nn_model_add_input (d, l->pooled, SEDP_NN_FLOAT, 3, dims, params);
+        } else {
+          gint64 dims[2] = {in->dims[0], l->dim};
+          const char *params[2] = {in->dim_params[0], NULL};
+          sedp_nn_model_add_input (d, l->pooled, SEDP_NN_FLOAT, 2, dims, params);
+        }
         split = TRUE;
       }
     if (!split)
@@ -590,6 +651,8 @@ build_cube (const Group *gr, GArray *lookups, const char *dir, const char *name,
     return FALSE;
   for (guint k = 0; k < gr->members->len; k++) {
     const Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
+    if (!first_of_table (gr, lookups, k))
+      continue; /* a table read through several id inputs goes in once, under its slot */
     const float *data = l->table->data;
     for (gint64 r = 0; r < l->table->dims[0]; r++) {
       if (sedp_cli_interrupted) {
@@ -685,24 +748,35 @@ build_cubes (GArray *groups, GArray *lookups, const char *cube_dir, const char *
 
 /* ---- the command ---- */
 
-/* "a, b, c" of the members' id inputs ("K=a, …" when a position is not its slot), poolings and
- * tables. */
+/* "a, b, c" of the pooled members' id inputs ("K=a, …" when a position is not its slot) and
+ * poolings, "K=a, K=b" of the sequences, and the tables (each once). */
 static void
 describe_group (const Group *gr, GArray *lookups, const SedpNnModel *m, GString *slots,
-                GString *pools, GString *tables)
+                GString *pools, GString *seqs, GString *tables)
 {
   gboolean numbered = FALSE;
-  for (guint k = 0; k < gr->members->len; k++)
-    numbered |= g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k)).slot != k;
+  guint n_pooled = 0;
   for (guint k = 0; k < gr->members->len; k++) {
     const Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
-    const char *sep = k ? ", " : "";
+    if (!l->seq)
+      numbered |= l->slot != n_pooled++;
+  }
+  guint p = 0, q = 0, t = 0;
+  for (guint k = 0; k < gr->members->len; k++) {
+    const Lookup *l = &g_array_index (lookups, Lookup, g_array_index (gr->members, guint, k));
+    if (first_of_table (gr, lookups, k))
+      g_string_append_printf (tables, "%s%s", t++ ? ", " : "", l->table->name);
+    if (l->seq) {
+      g_string_append_printf (seqs, "%s%u=%s", q++ ? ", " : "", l->slot,
+                              m->inputs[l->input].name);
+      continue;
+    }
+    const char *sep = p++ ? ", " : "";
     if (numbered)
       g_string_append_printf (slots, "%s%u=%s", sep, l->slot, m->inputs[l->input].name);
     else
       g_string_append_printf (slots, "%s%s", sep, m->inputs[l->input].name);
     g_string_append_printf (pools, "%s%s", sep, l->mean ? "mean" : "sum");
-    g_string_append_printf (tables, "%s%s", sep, l->table->name);
   }
 }
 
@@ -731,8 +805,11 @@ sedp_cmd_model_split (int argc, char **argv)
                        "(or by ReduceSum then a division by the id count), gives its tables to "
                        "the cubes: row r under the signature of (K, r), K counting those inputs "
                        "from 0 in graph-input order. The dense model reads the pooled "
-                       "embeddings instead, as float inputs pooled_K [batch, dim]; every other "
-                       "node is kept. Tables of one dim make one cube, DIR; tables of several "
+                       "embeddings instead, as float inputs pooled_K [batch, dim]; a lookup of "
+                       "ids [batch, L] that is not pooled (a behaviour sequence) becomes the "
+                       "float input seq_ID [batch, L, dim] (ID the id input, kept where other "
+                       "nodes read it); a table read through several id inputs goes in once, "
+                       "under the slot of the first; every other node is kept. Tables of one dim make one cube, DIR; tables of several "
                        "dims (or two of one dim on the same ids) make one cube per dim, DIR/d8, "
                        "DIR/d1 …, with the same hash key, and inputs pooled_d8_K, pooled_d1_K …. "
                        "The last lines are the options of the cube_accessor stages (one per "
@@ -795,32 +872,41 @@ sedp_cmd_model_split (int argc, char **argv)
     sedp_cli_error (SUB, msg);
     return 1;
   }
-  g_autoptr (GArray) groups = group_lookups (lookups, cube_dir);
+  g_autoptr (GArray) groups = group_lookups (lookups, cube_dir, model);
   /* The summary, before the dense model steals from @model (the tables stay alive: those the
    * dense model keeps are moved into it, the others stay in @model). */
   g_autoptr (GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) options = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GString) all_tables = g_string_new (NULL), dims = g_string_new (NULL);
   guint64 rows_total = 0;
+  guint n_tables = 0;
   char khex[2 * SEDP_CUBE_HASH_KEY_BYTES + 1];
   cube_hex (key, sizeof key, khex);
   for (guint g = 0; g < groups->len; g++) {
     const Group *gr = &g_array_index (groups, Group, g);
     g_autoptr (GString) slots = g_string_new (NULL), pools = g_string_new (NULL);
-    g_autoptr (GString) tables = g_string_new (NULL);
-    describe_group (gr, lookups, model, slots, pools, tables);
+    g_autoptr (GString) seqs = g_string_new (NULL), tables = g_string_new (NULL);
+    describe_group (gr, lookups, model, slots, pools, seqs, tables);
     rows_total += gr->rows;
+    n_tables += gr->n_tables;
     g_string_append_printf (all_tables, "%s%s", g ? ", " : "", tables->str);
     g_string_append_printf (dims, "%s%u", g ? ", " : "", gr->dim);
     if (groups->len > 1)
       g_ptr_array_add (lines, g_strdup_printf ("cube:   %s (hash key %s): %u tables (%s), %"
                                                G_GUINT64_FORMAT " rows of dim %u", gr->dir, khex,
-                                               gr->members->len, tables->str, gr->rows, gr->dim));
-    g_ptr_array_add (options, g_strdup_printf (
-                                "cube_accessor options: cube = %s; slots = %s; pooling = %s; "
-                                "hash_slot_ids = true%s%s", gr->dir, slots->str, pools->str,
-                                groups->len > 1 ? "; output_prefix = " : "",
-                                groups->len > 1 ? gr->prefix : ""));
+                                               gr->n_tables, tables->str, gr->rows, gr->dim));
+    GString *o = g_string_new (NULL);
+    g_string_append_printf (o, "cube_accessor options: cube = %s", gr->dir);
+    if (slots->len)
+      g_string_append_printf (o, "; slots = %s; pooling = %s", slots->str, pools->str);
+    if (seqs->len)
+      g_string_append_printf (o, "; sequences = %s", seqs->str);
+    g_string_append (o, "; hash_slot_ids = true");
+    if (groups->len > 1 && slots->len)
+      g_string_append_printf (o, "; output_prefix = %s", gr->prefix);
+    if (groups->len > 1 && seqs->len)
+      g_string_append_printf (o, "; sequence_prefix = %s", gr->seq_prefix);
+    g_ptr_array_add (options, g_string_free (o, FALSE));
   }
   g_autoptr (SedpNnModel) dense = split_dense (model, lookups, groups->len, removed, &error);
   if (dense == NULL) {
@@ -863,11 +949,11 @@ sedp_cmd_model_split (int argc, char **argv)
   if (groups->len == 1) {
     const Group *gr = &g_array_index (groups, Group, 0);
     printf ("split %s: %u tables (%s), %" G_GUINT64_FORMAT " rows of dim %u\n", argv[1],
-            lookups->len, all_tables->str, rows_total, gr->dim);
+            n_tables, all_tables->str, rows_total, gr->dim);
     printf ("cube:   %s (hash key %s)\n", cube_dir, khex);
   } else {
     printf ("split %s: %u tables (%s), %" G_GUINT64_FORMAT " rows, into %u cubes of dims %s\n",
-            argv[1], lookups->len, all_tables->str, rows_total, groups->len, dims->str);
+            argv[1], n_tables, all_tables->str, rows_total, groups->len, dims->str);
     for (guint k = 0; k < lines->len; k++)
       printf ("%s\n", (const char *) lines->pdata[k]);
   }

@@ -2,7 +2,9 @@
  * signatures, every key of the whole batch (all frames of all events) is looked up once in a
  * cube source (a local cube, Redis, or the cube cache in front of Redis), and each row's
  * embeddings are pooled (sum or mean) into float32 columns `pooled_K` of width dim, the inputs
- * `sedp model split` gives the dense model.
+ * `sedp model split` gives the dense model. Sequence columns (a user's behaviour sequence, L ids
+ * per row) are looked up in the same batch but not pooled: their rows' embeddings, in id order,
+ * make float32 columns `seq_COLUMN` of width L × dim.
  *
  * It uses the SDK's cube API (<sedp/cube.h>, part of <sedp/sedp.h>) only. Missing keys get the
  * configured default; when the backend fails as a whole (Redis down or slow past timeout_ms),
@@ -11,12 +13,13 @@
 
 #include <string.h>
 
-/* One slot: a column of ids, its slot number K and its output column. */
+/* One slot or sequence: a column of ids, its slot number K and its output column. */
 typedef struct {
   char *column;
   guint32 slot;
   char *output;
   gboolean mean;
+  gboolean seq;  /* a sequence: the row's embeddings one after the other, not pooled */
 } Slot;
 
 /* What one event contributes: its frame and, per slot and row, a range of key references. */
@@ -30,7 +33,7 @@ typedef struct {
 /* Per-worker scratch, reused across calls. */
 typedef struct {
   GArray *events;   /* EventRefs */
-  GPtrArray *cols;  /* const SedpColumn *, n_slots per event */
+  GPtrArray *cols;  /* const SedpColumn *, n_slots per event (slots, then sequences) */
   GArray *begin;    /* guint32 per (event, slot, row): first reference */
   GArray *end;      /* guint32: one past the last */
   GArray *refs;     /* guint32: index into keys of every id of every row */
@@ -49,8 +52,9 @@ typedef struct {
   guint dim;
   gboolean hash;
   guint8 hash_key[SEDP_CUBE_HASH_KEY_BYTES];
-  Slot *slots;
-  guint n_slots;
+  Slot *slots;     /* the pooled slots, then the sequences */
+  guint n_slots;   /* both */
+  guint n_pooled;  /* the pooled slots */
   float default_value;
   Scratch *scratch;
   guint n_workers;
@@ -109,48 +113,76 @@ config_error (GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-/* "slot_0" (slot = its position) or "K=column". */
+/* The items of option @what ("slots" or "sequences") into a->slots from @first: "column" (the
+ * slot is its position in the list) or "K=column"; outputs @prefix + K for slots, @prefix +
+ * column for sequences. Every output must be new. */
 static gboolean
-parse_slots (Accessor *a, const char *const *items, const char *prefix, GError **error)
+parse_items (Accessor *a, const char *what, const char *const *items, guint first,
+             const char *prefix, gboolean seq, GError **error)
 {
   guint n = items ? g_strv_length ((char **) items) : 0;
-  if (n == 0)
-    return config_error (error, "slots: give at least one column of ids");
-  a->slots = g_new0 (Slot, n);
-  a->n_slots = n;
   for (guint k = 0; k < n; k++) {
-    Slot *s = &a->slots[k];
+    Slot *s = &a->slots[first + k];
     const char *eq = strchr (items[k], '=');
     guint64 slot = k;
+    s->seq = seq;
     if (eq) {
       g_autofree char *num = g_strstrip (g_strndup (items[k], (gsize) (eq - items[k])));
       if (!g_ascii_string_to_unsigned (num, 10, 0, G_MAXUINT32, &slot, NULL))
-        return config_error (error, "slots: '%s': the slot before '=' must be a number from 0 "
-                             "to 2^32 - 1", items[k]);
+        return config_error (error, "%s: '%s': the slot before '=' must be a number from 0 "
+                             "to 2^32 - 1", what, items[k]);
       s->column = g_strstrip (g_strdup (eq + 1));
     } else {
       s->column = g_strdup (items[k]);
     }
     if (*s->column == '\0')
-      return config_error (error, "slots: '%s' names no column", items[k]);
+      return config_error (error, "%s: '%s' names no column", what, items[k]);
     s->slot = (guint32) slot;
-    s->output = g_strdup_printf ("%s%u", prefix, s->slot);
-    for (guint j = 0; j < k; j++)
-      if (strcmp (a->slots[j].output, s->output) == 0)
+    s->output = seq ? g_strconcat (prefix, s->column, NULL)
+                    : g_strdup_printf ("%s%u", prefix, s->slot);
+    for (guint j = 0; j < first + k; j++) {
+      const Slot *o = &a->slots[j];
+      if (strcmp (o->output, s->output) != 0)
+        continue;
+      if (!seq)
         return config_error (error, "slots: two columns write '%s' (slot %u twice)", s->output,
                              s->slot);
+      if (o->seq)
+        return config_error (error, "sequences: two items write '%s' (column '%s' twice)",
+                             s->output, s->column);
+      return config_error (error, "sequences: '%s' writes '%s', as slot %u (column '%s') of "
+                           "slots does: change sequence_prefix or output_prefix", items[k],
+                           s->output, o->slot, o->column);
+    }
   }
   return TRUE;
+}
+
+/* slots, then sequences: at least one column in all. */
+static gboolean
+parse_slots (Accessor *a, const char *const *slots, const char *prefix,
+             const char *const *sequences, const char *seq_prefix, GError **error)
+{
+  guint n_slots = slots ? g_strv_length ((char **) slots) : 0;
+  guint n_seqs = sequences ? g_strv_length ((char **) sequences) : 0;
+  if (n_slots + n_seqs == 0)
+    return config_error (error, "slots: give at least one column of ids (in slots, pooled, or in "
+                         "sequences, not pooled)");
+  a->slots = g_new0 (Slot, n_slots + n_seqs);
+  a->n_slots = n_slots + n_seqs;
+  a->n_pooled = n_slots;
+  return parse_items (a, "slots", slots, 0, prefix, FALSE, error) &&
+         parse_items (a, "sequences", sequences, n_slots, seq_prefix, TRUE, error);
 }
 
 static gboolean
 parse_pooling (Accessor *a, const char *const *items, GError **error)
 {
   guint n = items ? g_strv_length ((char **) items) : 0;
-  if (n != 1 && n != a->n_slots)
+  if (n != 1 && n != a->n_pooled)
     return config_error (error, "pooling: give one of sum or mean for every slot, or one for "
-                         "all (%u given for %u slots)", n, a->n_slots);
-  for (guint k = 0; k < a->n_slots; k++) {
+                         "all (%u given for %u slots)", n, a->n_pooled);
+  for (guint k = 0; k < a->n_pooled; k++) {
     const char *p = items[n == 1 ? 0 : k];
     if (strcmp (p, "mean") == 0)
       a->slots[k].mean = TRUE;
@@ -168,7 +200,10 @@ accessor_create (SedpStageContext *ctx, GError **error)
   a->default_value = (float) sedp_stage_context_get_double (ctx, "default");
   a->hash = sedp_stage_context_get_bool (ctx, "hash_slot_ids");
   const char *prefix = sedp_stage_context_get_string (ctx, "output_prefix");
-  if (!parse_slots (a, sedp_stage_context_get_strv (ctx, "slots"), prefix ? prefix : "", error) ||
+  const char *seq_prefix = sedp_stage_context_get_string (ctx, "sequence_prefix");
+  if (!parse_slots (a, sedp_stage_context_get_strv (ctx, "slots"), prefix ? prefix : "",
+                    sedp_stage_context_get_strv (ctx, "sequences"),
+                    seq_prefix ? seq_prefix : "", error) ||
       !parse_pooling (a, sedp_stage_context_get_strv (ctx, "pooling"), error))
     goto fail;
 
@@ -331,13 +366,32 @@ row_ids (const SedpColumn *col, guint row, guint *n_ids)
   }
 }
 
-/* Whether the event's frame has every slot column, of a usable type; fails the event if not. */
+static gboolean
+fail_event (SedpEvent *ev, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+fail_event (SedpEvent *ev, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  GError *e = g_error_new_literal (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT, msg);
+  sedp_event_fail (ev, e);
+  g_error_free (e);
+  g_free (msg);
+  return FALSE;
+}
+
+/* Whether the event's frame has every slot and sequence column, of a usable type (and a
+ * sequence's idlist the same count of ids in every row); fails the event if not. */
 static gboolean
 check_event (Accessor *a, SedpEvent *ev, const SedpColumn **cols)
 {
   SedpFrame *f = sedp_event_get_frame (ev);
   for (guint k = 0; k < a->n_slots; k++) {
-    const SedpColumn *c = sedp_frame_get_column (f, a->slots[k].column);
+    const Slot *sl = &a->slots[k];
+    const SedpColumn *c = sedp_frame_get_column (f, sl->column);
     const char *why = NULL;
     if (c == NULL)
       why = "missing";
@@ -346,13 +400,21 @@ check_event (Accessor *a, SedpEvent *ev, const SedpColumn **cols)
              sedp_column_get_column_type (c) != SEDP_COLUMN_UINT64)
       why = sedp_column_get_column_type (c) == SEDP_COLUMN_FLOAT32 ? "a float32 column"
                                                                    : "a string column";
-    if (why) {
-      GError *e = g_error_new (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT,
-                               "slot column '%s' is %s (ids: an idlist, int64 or uint64 column)",
-                               a->slots[k].column, why);
-      sedp_event_fail (ev, e);
-      g_error_free (e);
-      return FALSE;
+    if (why)
+      return fail_event (ev, "%s column '%s' is %s (ids: an idlist, int64 or uint64 column)",
+                         sl->seq ? "sequence" : "slot", sl->column, why);
+    if (sl->seq && sedp_column_get_column_type (c) == SEDP_COLUMN_IDLIST) {
+      const guint32 *off = NULL;
+      sedp_column_get_idlist (c, &off, NULL);
+      guint n = sedp_column_get_n_rows (c);
+      for (guint r = 1; r < n; r++)
+        if (off[r + 1] - off[r] != off[1] - off[0])
+          return fail_event (ev, "sequence column '%s' has rows of %u and %u ids (rows 0 and "
+                             "%u): a sequence needs the same count of ids in every row",
+                             sl->column, off[1] - off[0], off[r + 1] - off[r], r);
+      if (n > 0 && off[1] == off[0])
+        return fail_event (ev, "sequence column '%s' has rows of 0 ids: a sequence needs at "
+                           "least one id per row (padding ids for none)", sl->column);
     }
     cols[k] = c;
   }
@@ -486,17 +548,34 @@ accessor_process (gpointer instance, SedpEvent *const *events, guint n_events, g
           s->values[(gsize) u * dim + d] = a->default_value;
   }
 
-  /* 4. Pooling into the output columns. */
+  /* 4. Pooling into the output columns; sequences copied. */
   const guint32 *refs = (const guint32 *) s->refs->data;
   const guint32 *begin = (const guint32 *) s->begin->data, *end = (const guint32 *) s->end->data;
   for (guint e = 0; e < n_events; e++) {
     const EventRefs *er = &g_array_index (s->events, EventRefs, e);
     if (!er->ok)
       continue;
+    const SedpColumn *const *cols = (const SedpColumn *const *) s->cols->pdata + (gsize) e * n_slots;
     for (guint k = 0; k < n_slots; k++) {
+      gsize range = er->ranges + (gsize) k * er->n_rows;
+      if (a->slots[k].seq) {
+        /* L ids in every row (checked): the ids of a column of width L, or of a row. */
+        guint L = sedp_column_get_column_type (cols[k]) != SEDP_COLUMN_IDLIST
+                    ? sedp_column_get_width (cols[k])
+                    : er->n_rows > 0 ? end[range] - begin[range] : 1;
+        float *out = sedp_column_float32_data (
+          sedp_frame_add_column (er->frame, a->slots[k].output, SEDP_COLUMN_FLOAT32, L * dim));
+        for (guint r = 0; r < er->n_rows; r++) {
+          float *o = out + (gsize) r * L * dim;
+          guint32 b = begin[range + r];
+          for (guint32 i = 0; i < L; i++)
+            memcpy (o + (gsize) i * dim, s->values + (gsize) refs[b + i] * dim,
+                    dim * sizeof (float));
+        }
+        continue;
+      }
       float *out = sedp_column_float32_data (
         sedp_frame_add_column (er->frame, a->slots[k].output, SEDP_COLUMN_FLOAT32, dim));
-      gsize range = er->ranges + (gsize) k * er->n_rows;
       for (guint r = 0; r < er->n_rows; r++) {
         float *o = out + (gsize) r * dim;
         guint32 b = begin[range + r], n = end[range + r] - b;
@@ -552,9 +631,14 @@ static const SedpOptionSpec accessor_options[] = {
   SEDP_OPTION_ENUM_SPEC ("policy", NULL, "tinylfu|lfu|lru",
                          "backend cached: admission and eviction policy (default: the cube "
                          "cache's, see docs/storage.md)"),
-  {.name = "slots", .type = SEDP_OPTION_STRING_LIST, .required = TRUE,
-   .help = "The id columns (idlist, int64 or uint64), e.g. 'slot_0, slot_1'; a column's slot is "
-           "its position, or K in 'K=column'"},
+  SEDP_OPTION_LIST_SPEC ("slots", NULL,
+                         "The id columns (idlist, int64 or uint64) whose rows are pooled, e.g. "
+                         "'slot_0, slot_1'; a column's slot is its position, or K in 'K=column' "
+                         "(slots, sequences or both)"),
+  SEDP_OPTION_LIST_SPEC ("sequences", NULL,
+                         "Id columns looked up without pooling (behaviour sequences), e.g. "
+                         "'0=hist, 0=item': int64 or uint64 of width L, or idlists of L ids in "
+                         "every row; K in 'K=column' is the slot (else the position)"),
   SEDP_OPTION_BOOL_SPEC ("hash_slot_ids", "true",
                          "The columns hold raw ids, hashed with the cube's key into the "
                          "signature of (slot, id); false: they hold signatures"),
@@ -567,6 +651,9 @@ static const SedpOptionSpec accessor_options[] = {
   SEDP_OPTION_STRING_SPEC ("output_prefix", "pooled_",
                            "Output columns are PREFIX + slot (float32, width dim): the inputs of "
                            "a model made by sedp model split"),
+  SEDP_OPTION_STRING_SPEC ("sequence_prefix", "seq_",
+                           "Sequence outputs are PREFIX + column (float32, width L x dim: the "
+                           "row's embeddings in id order), the seq_ inputs of a split model"),
   SEDP_OPTION_DOUBLE_SPEC ("default", "0", -1e30, 1e30,
                            "The value of every dimension of a missing key"),
   SEDP_OPTION_INT_SPEC ("timeout_ms", "50", 1, 600000,
@@ -577,7 +664,8 @@ static const SedpOptionSpec accessor_options[] = {
 SEDP_STAGE_DEFINE (.name = "cube_accessor", .version = SEDP_VERSION,
                    .description = "Looks up the embeddings of id columns in a cube (local, Redis, "
                                   "or cached Redis), once per distinct key of a batch, and pools "
-                                  "them into pooled_K columns",
+                                  "them into pooled_K columns, or writes them unpooled into "
+                                  "seq_COLUMN columns (sequences)",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = accessor_options,
                    .create = accessor_create, .process = accessor_process,
                    .destroy = accessor_destroy, .stats = accessor_stats);

@@ -79,7 +79,7 @@ def main():
         sys.exit("split-check: %s: no cube_accessor options in the split's output:\n%s" % (tag, out))
 
     inputs, outputs = model_io(sedp, model)
-    n_tables = sum(len(o["slots"].split(", ")) for o in options)
+    n_tables = int(re.search(r"(\d+) tables", out).group(1))  # each once, shared or not
     rows = int(m.group(1)) // n_tables  # the synthetic tables all have the same rows
 
     # Random requests: slot_0 on the user (broadcast into every item frame), the rest per item.

@@ -2,7 +2,8 @@
  * several dims and several tables per id input (one cube per dim under DIR, DIR/d4b for a second
  * table of dim 4 on the same ids), every pooling form (keepdims, a dim-1 lookup squeezed, one id
  * per row, a lookup that is also a graph output) checked for equivalence by looking up the
- * cubes and running the dense model; and bad input: one clear error naming what is wrong, exit
+ * cubes and running the dense model; a DIN-like model (unpooled lookups of one shared table, the
+ * id input kept for its mask) checked the same way; and bad input: one clear error naming what is wrong, exit
  * status 1, nothing left behind (no cube, no dense model, no temporary file). The synthetic
  * archs are checked end to end through `sedp run` by test-split.sh. */
 #include "cube-test.h"
@@ -210,8 +211,29 @@ pool_from_cube (const char *name, const char *cube_dir, guint32 slot, const gint
   return t;
 }
 
+/* The unpooled embeddings [batch, L, dim] of @ids (@L per row) of slot @slot in @cube_dir, one
+ * lookup per id; every id must be in the cube. */
+static SedpNnTensor *
+seq_from_cube (const char *name, const char *cube_dir, guint32 slot, const gint64 *ids,
+               guint batch, guint L)
+{
+  SedpCube *cube = sedp_cube_open (cube_dir, SEDP_CUBE_VALUES_MEMORY, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (cube);
+  const SedpCubeMeta *meta = sedp_cube_get_meta (cube);
+  guint dim = meta->dim;
+  gint64 dims[3] = {batch, L, dim};
+  SedpNnTensor *t = sedp_nn_tensor_new (name, SEDP_NN_FLOAT, 3, dims);
+  for (guint i = 0; i < batch * L; i++) {
+    guint64 key = sedp_signature (meta->hash_key, slot, (guint64) ids[i]);
+    CU_ASSERT_EQUAL (sedp_cube_lookup (cube, &key, 1, (float *) t->data + (gsize) i * dim, NULL,
+                                       NULL), 1);
+  }
+  sedp_cube_close (cube);
+  return t;
+}
+
 static void
-compare_outputs (GPtrArray *a, GPtrArray *b)
+compare_outputs_within (GPtrArray *a, GPtrArray *b, double tolerance)
 {
   CU_ASSERT_EQUAL_FATAL (a->len, b->len);
   guint bad = 0;
@@ -221,11 +243,17 @@ compare_outputs (GPtrArray *a, GPtrArray *b)
     CU_ASSERT_EQUAL (x->rank, y->rank);
     for (gint64 i = 0; i < sedp_nn_tensor_numel (x); i++) {
       double p = ((float *) x->data)[i], q = ((float *) y->data)[i];
-      if (!(fabs (p - q) <= 1e-5 * MAX (fabs (p), 1e-6)) && bad++ < 3)
+      if (!(fabs (p - q) <= tolerance * MAX (fabs (p), 1e-6)) && bad++ < 3)
         fprintf (stderr, "\n  output %u [%" G_GINT64_FORMAT "]: %.9g vs %.9g", k, i, p, q);
     }
   }
   CU_ASSERT_EQUAL (bad, 0);
+}
+
+static void
+compare_outputs (GPtrArray *a, GPtrArray *b)
+{
+  compare_outputs_within (a, b, 1e-5);
 }
 
 static gint
@@ -339,6 +367,168 @@ test_mixed_dims (void)
     run_plan (dense, in_d, batch, out_d);
     compare_outputs (out_o, out_d);
   }
+}
+
+/* A DIN-like model: u [N, 2] pooled from tu [10, 4]; item [N, 1] and hist [N, 5] (0 = padding)
+ * both read from emb_item [12, 4] (row 0 zeros), neither pooled: item's lookup flattened and
+ * dotted with every step of hist's, hist's masked by 1 - Cast (Equal (hist, 0)), weighted by the
+ * dots and summed; all concatenated, MatMul to one score. The split keeps hist (the mask reads
+ * it), drops item and u, makes seq_item [N, 1, 4] and seq_hist [N, 5, 4] and stores emb_item once
+ * under slot 1 (item's, the first id input reading it). */
+#define DIN_L 5
+#define DIN_D 4
+
+static char *
+din_model (void)
+{
+  SedpNnModel *m = sedp_nn_model_new (13, "test");
+  add_ids (m, "u", 2, 2);
+  add_ids (m, "item", 2, 1);
+  add_ids (m, "hist", 2, DIN_L);
+  add_table (m, "tu", 10, DIN_D, 0.25);
+  add_table (m, "emb_item", 12, DIN_D, 1.25);
+  float *e = (float *) sedp_nn_model_get_initializer (m, "emb_item")->data;
+  memset (e, 0, DIN_D * sizeof (float));
+  node (m, "Gather", "g_u", "tu", "u", "eu");
+  reduce (m, "ReduceSum", "eu", 1, 0, "pu");
+  node (m, "Gather", "g_item", "emb_item", "item", "ei");    /* [N, 1, D] */
+  node (m, "Gather", "g_hist", "emb_item", "hist", "eh");    /* [N, L, D] */
+  gint64 n1 = 1;
+  SedpNnTensor *zero = sedp_nn_tensor_new ("zero", SEDP_NN_INT64, 1, &n1);
+  *(gint64 *) zero->data = 0;
+  sedp_nn_model_add_initializer (m, zero);
+  SedpNnTensor *one = sedp_nn_tensor_new ("one", SEDP_NN_FLOAT, 1, &n1);
+  *(float *) one->data = 1.0f;
+  sedp_nn_model_add_initializer (m, one);
+  node (m, "Equal", "pad", "hist", "zero", "is_pad");
+  node (m, "Cast", "padf", "is_pad", NULL, "pad_f");
+  sedp_nn_node_set_attr_int (&m->nodes[m->n_nodes - 1], "to", SEDP_NN_FLOAT);
+  node (m, "Sub", "keep", "one", "pad_f", "keep_f");          /* [N, L] */
+  squeeze (m, "Unsqueeze", "keep_f", 2, "keep3");            /* [N, L, 1] */
+  node (m, "Mul", "mask", "eh", "keep3", "ehm");
+  node (m, "Mul", "dot_terms", "ehm", "ei", "dt");            /* [N, L, D] */
+  reduce (m, "ReduceSum", "dt", 2, 1, "att");                /* [N, L, 1] */
+  node (m, "Mul", "weigh", "ehm", "att", "w_eh");
+  reduce (m, "ReduceSum", "w_eh", 1, 0, "interest");          /* [N, D] */
+  gint64 n2 = 2;
+  SedpNnTensor *shape = sedp_nn_tensor_new ("flat", SEDP_NN_INT64, 1, &n2);
+  ((gint64 *) shape->data)[0] = -1;
+  ((gint64 *) shape->data)[1] = DIN_D;
+  sedp_nn_model_add_initializer (m, shape);
+  node (m, "Reshape", "item_flat", "ei", "flat", "ei2");
+  const char *cin[] = {"interest", "ei2", "pu", NULL}, *cout[] = {"cat", NULL};
+  sedp_nn_node_set_attr_int (sedp_nn_model_add_node (m, "Concat", "cat", cin, cout), "axis", 1);
+  gint64 wd[2] = {3 * DIN_D, 1};
+  SedpNnTensor *w = sedp_nn_tensor_new ("w", SEDP_NN_FLOAT, 2, wd);
+  for (int k = 0; k < 3 * DIN_D; k++)
+    ((float *) w->data)[k] = 0.1f * (float) (k - 5);
+  sedp_nn_model_add_initializer (m, w);
+  node (m, "MatMul", "mm", "cat", "w", "score");
+  gint64 od[2] = {-1, 1};
+  sedp_nn_model_add_output (m, "score", SEDP_NN_FLOAT, 2, od, batch_param);
+  return save (m, "din.onnx");
+}
+
+static void
+test_sequences (void)
+{
+  g_autofree char *path = din_model ();
+  g_autofree char *dense_path = tpath ("din-dense.onnx"), *dir = tpath ("din-cube");
+  g_auto (SedpTestRun) s;
+  sedp_run (&s, "model", "split", path, "--dense", dense_path, "--cube", dir, "--hash-key",
+            HASH_HEX, NULL);
+  SEDP_ASSERT_EXIT (s, 0);
+  /* emb_item once: 10 + 12 rows. */
+  SEDP_ASSERT_CONTAINS (s.out, "2 tables (tu, emb_item), 22 rows of dim 4\n");
+  g_autofree char *opt = g_strdup_printf ("cube_accessor options: cube = %s; slots = u; "
+                                          "pooling = sum; sequences = 1=item, 1=hist; "
+                                          "hash_slot_ids = true\n", dir);
+  SEDP_ASSERT_CONTAINS (s.out, opt);
+  g_autofree char *count = meta_get (dir, "count");
+  CU_ASSERT_STRING_EQUAL (count, "22");
+
+  g_autoptr (SedpNnModel) orig = sedp_nn_model_load (path, NULL);
+  g_autoptr (SedpNnModel) dense = sedp_nn_model_load (dense_path, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (orig);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (dense);
+  static const char *const inputs[] = {"pooled_0", "seq_item", "hist", "seq_hist"};
+  CU_ASSERT_EQUAL_FATAL (dense->n_inputs, G_N_ELEMENTS (inputs));
+  for (guint k = 0; k < G_N_ELEMENTS (inputs); k++)
+    CU_ASSERT_STRING_EQUAL (dense->inputs[k].name, inputs[k]);
+  const SedpNnValueInfo *si = &dense->inputs[1], *h = &dense->inputs[2], *sh = &dense->inputs[3];
+  CU_ASSERT_EQUAL (si->dtype, SEDP_NN_FLOAT);
+  CU_ASSERT_EQUAL_FATAL (si->rank, 3);
+  CU_ASSERT_EQUAL (si->dims[1], 1);
+  CU_ASSERT_EQUAL (si->dims[2], DIN_D);
+  CU_ASSERT_STRING_EQUAL (si->dim_params[0], "N");
+  CU_ASSERT_EQUAL (sh->dtype, SEDP_NN_FLOAT);
+  CU_ASSERT_EQUAL_FATAL (sh->rank, 3);
+  CU_ASSERT_EQUAL (sh->dims[1], DIN_L);
+  CU_ASSERT_EQUAL (sh->dims[2], DIN_D);
+  CU_ASSERT_STRING_EQUAL (sh->dim_params[0], "N");
+  CU_ASSERT_EQUAL (h->dtype, SEDP_NN_INT64);
+  CU_ASSERT_EQUAL (h->rank, 2);
+  /* The tables are gone from the dense model; the Gathers too. */
+  CU_ASSERT_PTR_NULL (sedp_nn_model_get_initializer (dense, "emb_item"));
+  CU_ASSERT_PTR_NULL (sedp_nn_model_get_initializer (dense, "tu"));
+  for (guint k = 0; k < dense->n_nodes; k++)
+    CU_ASSERT_STRING_NOT_EQUAL (dense->nodes[k].op_type, "Gather");
+
+  /* The unsplit model against the dense one on inputs looked up in the cube. */
+  const guint batch = 6;
+  gint64 u[2 * 6], item[6], hist[DIN_L * 6];
+  for (guint k = 0; k < 2 * batch; k++)
+    u[k] = (k * 7 + 2) % 10;
+  for (guint k = 0; k < batch; k++)
+    item[k] = 1 + (k * 5) % 11;
+  /* Row r: 5 - r % 4 behaviours, then padding (0) — row 0 of the table, zeros. */
+  for (guint r = 0; r < batch; r++)
+    for (guint j = 0; j < DIN_L; j++)
+      hist[r * DIN_L + j] = j < DIN_L - r % 4 ? 1 + (r * 3 + j * 7) % 11 : 0;
+  SedpNnTensor in_o[3] = {
+    {.name = "u", .dtype = SEDP_NN_INT64, .rank = 2, .dims = {batch, 2}, .data = u},
+    {.name = "item", .dtype = SEDP_NN_INT64, .rank = 2, .dims = {batch, 1}, .data = item},
+    {.name = "hist", .dtype = SEDP_NN_INT64, .rank = 2, .dims = {batch, DIN_L}, .data = hist}};
+  g_autoptr (GPtrArray) looked = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+  g_ptr_array_add (looked, pool_from_cube ("pooled_0", dir, 0, u, batch, 2, FALSE));
+  g_ptr_array_add (looked, seq_from_cube ("seq_item", dir, 1, item, batch, 1));
+  g_ptr_array_add (looked, seq_from_cube ("seq_hist", dir, 1, hist, batch, DIN_L));
+  /* The padding id's row is in the cube, zeros, under slot 1. */
+  const float *sh0 = (const float *) ((SedpNnTensor *) looked->pdata[2])->data;
+  for (guint d = 0; d < DIN_D; d++)
+    CU_ASSERT_EQUAL (sh0[((gsize) 1 * DIN_L + DIN_L - 1) * DIN_D + d], 0.0f);
+  SedpNnTensor in_d[4] = {*(SedpNnTensor *) looked->pdata[0], *(SedpNnTensor *) looked->pdata[1],
+                          in_o[2], *(SedpNnTensor *) looked->pdata[2]};
+  g_autoptr (GPtrArray) out_o = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+  g_autoptr (GPtrArray) out_d = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+  run_plan (orig, in_o, batch, out_o);
+  run_plan (dense, in_d, batch, out_d);
+  compare_outputs_within (out_o, out_d, 1e-6);
+  /* The scores differ across rows (the check is not vacuous). */
+  const float *so = ((SedpNnTensor *) out_o->pdata[0])->data;
+  CU_ASSERT (so[0] != so[1] && so[1] != so[2]);
+}
+
+/* Lookups that are not pooled through other shapes (Flatten, a reduction over the embedding
+ * axis, a Gather read twice), and id inputs other nodes read: split, the id input kept. */
+static void
+expect_split (const char *tag, const char *model, const char *options, const char *inputs)
+{
+  g_autofree char *dense_name = g_strdup_printf ("%s-dense.onnx", tag);
+  g_autofree char *dir_name = g_strdup_printf ("%s-cube", tag);
+  g_autofree char *dense = tpath (dense_name), *dir = tpath (dir_name);
+  g_auto (SedpTestRun) s;
+  sedp_run (&s, "model", "split", model, "--dense", dense, "--cube", dir, NULL);
+  SEDP_ASSERT_EXIT (s, 0);
+  g_autofree char *want = g_strdup_printf ("cube_accessor options: cube = %s; %s\n", dir, options);
+  SEDP_ASSERT_CONTAINS (s.out, want);
+  g_autoptr (SedpNnModel) d = sedp_nn_model_load (dense, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (d);
+  GString *names = g_string_new (NULL);
+  for (guint k = 0; k < d->n_inputs; k++)
+    g_string_append_printf (names, "%s%s", k ? "," : "", d->inputs[k].name);
+  CU_ASSERT_STRING_EQUAL (names->str, inputs);
+  g_string_free (names, TRUE);
 }
 
 /* One table per dim: the cube is DIR itself, its inputs pooled_K, as before several dims. */
@@ -486,20 +676,26 @@ test_refusals (void)
   g_autofree char *plain = small_model ("plain.onnx", 13, build_plain);
   expect_refusal ("no-tables", plain, "no embedding lookups to split", FALSE);
 
+  /* Lookups not pooled are sequences now, and id inputs read elsewhere are kept. */
   g_autofree char *unpooled = small_model ("unpooled.onnx", 13, build_unpooled);
-  expect_refusal ("unpooled", unpooled, "the lookup of input 'ids' in table 't' (Gather 'g') is "
-                  "read by Flatten 'flat'", FALSE);
-
+  expect_split ("unpooled", unpooled, "sequences = 0=ids; hash_slot_ids = true", "x,seq_ids");
   g_autofree char *axis = small_model ("axis.onnx", 13, build_wrong_axis);
-  expect_refusal ("axis", axis, "is pooled by ReduceSum 'y' over other axes than the ids' (axis 1)",
-                  FALSE);
-
+  expect_split ("axis", axis, "sequences = 0=ids; hash_slot_ids = true", "x,seq_ids");
   g_autofree char *twice = small_model ("twice.onnx", 13, build_lookup_twice);
-  expect_refusal ("twice", twice, "(Gather 'g') is read by 2 nodes", FALSE);
-
+  expect_split ("twice", twice, "sequences = 0=ids; hash_slot_ids = true", "x,seq_ids");
   g_autofree char *read = small_model ("read.onnx", 13, build_ids_read);
-  expect_refusal ("ids-read", read, "input 'ids' is also read by node 'ids_as_float' (Cast)",
-                  FALSE);
+  expect_split ("ids-read", read, "slots = ids; pooling = sum; hash_slot_ids = true",
+                "x,ids,pooled_0");
+
+  /* Not pooled, and no fixed number of ids. */
+  SedpNnModel *v = sedp_nn_model_new (13, "test");
+  add_ids (v, "ids", 2, -1);
+  add_table (v, "t", 6, 4, 0.0);
+  build_unpooled (v);
+  sedp_nn_model_add_output (v, "y", SEDP_NN_FLOAT, -1, NULL, NULL);
+  g_autofree char *ragged = save (v, "ragged.onnx");
+  expect_refusal ("ragged", ragged, "is not pooled (it is read by Flatten 'flat'), and the ids "
+                  "have no fixed length", FALSE);
 
   g_autofree char *taken = small_model ("taken.onnx", 13, build_name_taken);
   expect_refusal ("taken", taken, "the model already has a value named 'pooled_0'", FALSE);
@@ -584,6 +780,7 @@ main (void)
   CU_pSuite suite = CU_add_suite ("split", cube_suite_init, cube_suite_clean);
 #define T(f) CU_add_test (suite, #f, f)
   T (test_mixed_dims);
+  T (test_sequences);
   T (test_one_dim_one_cube);
   T (test_refusals);
   T (test_failure_leaves_nothing);
