@@ -4,6 +4,7 @@
  * the hidden state by Rᵀ (one GEMM, two when linear_before_reset is 0) and applies the gates
  * elementwise. W and R are constants, packed once (gemm-packed.h) when the packed kernels fit. */
 #include "gemm-packed.h"
+#include "fast-math.h"
 #include "ops.h"
 
 #include <cblas.h>
@@ -47,61 +48,10 @@ rnn_gemm (const float *a, gint64 M, gint64 K, const float *b, gint64 N, const Pa
                a, (blasint) K, b, (blasint) K, 1.0f, c, (blasint) N);
 }
 
-/* The gates' loops are vectorized with GCC's dynamic cost model: the default of -O2 (very cheap)
- * leaves loops with selects or a remainder scalar. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define RNN_VECTORIZE __attribute__ ((optimize ("vect-cost-model=dynamic")))
-#else
-#define RNN_VECTORIZE
-#endif
-
-/* e^x for x in float range, branch-free (vectorizable): Cephes' expf polynomial on
- * x − n·ln 2, scaled by 2^n through the exponent bits. |x| is clamped to [-87, 88]. */
-static inline __attribute__ ((always_inline)) float
-rnn_exp (float x)
-{
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  gint32 bits = ((gint32) n + 127) << 23;
-  float scale;
-  memcpy (&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-/* 1 / (1 + e^−x). */
-static inline __attribute__ ((always_inline)) float
-rnn_sigmoid (float x)
-{
-  return 1.0f / (1.0f + rnn_exp (-x));
-}
-
-/* tanh: Cephes' odd polynomial below |x| 0.625, 1 − 2 / (e^2|x| + 1) above, with x's sign. */
-static inline __attribute__ ((always_inline)) float
-rnn_tanh (float x)
-{
-  float a = x < 0 ? -x : x, z = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  float small = x + x * z * p;
-  float big = 1.0f - 2.0f / (rnn_exp (2.0f * a) + 1.0f);
-  return a < 0.625f ? small : x < 0 ? -big : big;
-}
-
 /* Clips @n pre-activations to [-clip, clip] (clip > 0) and applies @act. Sigmoid and tanh are
- * rnn_sigmoid and rnn_tanh (within 2 ulp of the exact values; libm's tanhf and expf, one call per
+ * nn_fast_sigmoid and nn_fast_tanh (within 2 ulp of the exact values; libm's tanhf and expf, one call per
  * element, took 70 % of a DIEN-sized GRU). */
-RNN_VECTORIZE NN_HOT static void
+NN_VECTORIZE NN_HOT static void
 gate_act (float *v, gint64 n, float clip, Activation act)
 {
   if (clip > 0.0f)
@@ -109,17 +59,17 @@ gate_act (float *v, gint64 n, float clip, Activation act)
       v[i] = v[i] < -clip ? -clip : v[i] > clip ? clip : v[i];
   if (act == ACT_SIGMOID)
     for (gint64 i = 0; i < n; i++)
-      v[i] = rnn_sigmoid (v[i]);
+      v[i] = nn_fast_sigmoid (v[i]);
   else if (act == ACT_TANH)
     for (gint64 i = 0; i < n; i++)
-      v[i] = rnn_tanh (v[i]);
+      v[i] = nn_fast_tanh (v[i]);
   else
     nn_apply_activation (v, n, act, 0.0f);
 }
 
 /* One row, linear_before_reset = 1. @xw: X·Wᵀ + biases [3H]; @hr: h·Rᵀ + (0, 0, Rb_h) [3H],
  * overwritten with the gates; @h [H] updated in place. */
-RNN_VECTORIZE NN_HOT static void
+NN_VECTORIZE NN_HOT static void
 row_lbr (const GruParams *p, int d, const float *xw, float *hr, float *h)
 {
   gint64 H = p->hidden;
@@ -161,7 +111,7 @@ typedef struct {
 } GruScratch;
 
 /* One time step with linear_before_reset = 0: (r ⊙ h) is multiplied by R_h after the gates. */
-RNN_VECTORIZE NN_HOT static void
+NN_VECTORIZE NN_HOT static void
 step_default (const GruParams *p, int d, GruScratch *s)
 {
   gint64 H = p->hidden, B = p->batch;
