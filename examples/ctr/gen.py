@@ -23,6 +23,16 @@ SLOTS = 26
 DENSE = 13
 USER_SLOTS = 13  # slot_0 … slot_12 describe the user, slot_13 … slot_25 the item
 
+# --din: DIN over the user's clicks (docs/sequences.md). The user's profile is 4 slots, the item
+# its catalogue id and 13 dense features; the behaviour sequence is cut to SEQ_LEN. One pipeline
+# file (pipelines/ctr-din.pipeline) fits both presets, so only rows and dim differ.
+DIN_SLOTS = 4
+SEQ_LEN = 50
+DIN_PRESETS = {
+    "realistic": dict(rows=10000, dim=32, ids=4, requests=64, items=200, clicks=120),
+    "small": dict(rows=100, dim=8, ids=3, requests=4, items=12, clicks=80),
+}
+
 
 def varint(n):
     out = bytearray()
@@ -160,7 +170,11 @@ def main():
     ap.add_argument("--items", type=items_range,
                     help="candidates per request: N, or MIN-MAX drawn uniformly per request")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--din", action="store_true",
+                    help="DIN over the users' clicks (pipelines/ctr-din.pipeline) instead of dlrm")
     a = ap.parse_args()
+    if a.din:
+        return main_din(a)
     preset = "small" if a.small else "realistic"
     p = PRESETS[preset]
     n_req = a.requests or p["requests"]
@@ -171,14 +185,9 @@ def main():
         shutil.rmtree(out)
     os.makedirs(out)
 
-    model = os.path.join(out, "model.onnx")
-    run([a.sedp, "model", "synth", "--arch", "dlrm", "--preset", preset, "--slots", str(SLOTS),
-         "--dense", str(DENSE), "--ids-per-slot", str(ids), "--rows", str(rows), "-o", model])
-    split = subprocess.run([a.sedp, "model", "split", model, "--dense",
-                            os.path.join(out, "dense.onnx"), "--cube", os.path.join(out, "cube")],
-                           check=True, capture_output=True, text=True).stdout
-    sys.stdout.write(split)
-    open(os.path.join(out, "split.txt"), "w").write(split)
+    model = synth_and_split(a.sedp, out, [
+        "--arch", "dlrm", "--preset", preset, "--slots", str(SLOTS), "--dense", str(DENSE),
+        "--ids-per-slot", str(ids), "--rows", str(rows)])
 
     rng = random.Random(a.seed)
     zipf = [Zipf(rng, rows) for _ in range(SLOTS)]
@@ -200,8 +209,6 @@ def main():
     # Score every item with the unsplit model: one batch of all items of all requests.
     rows_all = [(r, it) for r in reqs for it in r["items"]]
     batch = len(rows_all)
-    ev_in = os.path.join(out, "eval-in")
-    os.makedirs(ev_in)
     inputs = [tensor_proto("dense", [batch, DENSE], 1,
                            struct.pack("<%df" % (batch * DENSE),
                                        *[v for _, it in rows_all for v in it["dense"]]))]
@@ -210,17 +217,120 @@ def main():
                 for v in (r["user"] if k < USER_SLOTS else it)["slot_%d" % k]]
         inputs.append(tensor_proto("slot_%d" % k, [batch, ids], 7,
                                    struct.pack("<%dq" % len(vals), *vals)))
+    scores = eval_scores(a.sedp, model, out, inputs, batch)
+
+    write_expected_and_requests(rng, out, reqs, rows_all, scores)
+    shutil.rmtree(os.path.join(out, "eval-in"))
+    train_shedder(a.sedp, out)
+    print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
+          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req,
+          items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
+          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else ""))
+
+
+def synth_and_split(sedp, out, synth_args):
+    """model.onnx from `sedp model synth`, split into dense.onnx and cube/ (split.txt keeps what
+    the split printed: the cube_accessor options)."""
+    model = os.path.join(out, "model.onnx")
+    run([sedp, "model", "synth"] + synth_args + ["-o", model])
+    split = subprocess.run([sedp, "model", "split", model, "--dense",
+                            os.path.join(out, "dense.onnx"), "--cube", os.path.join(out, "cube")],
+                           check=True, capture_output=True, text=True).stdout
+    sys.stdout.write(split)
+    open(os.path.join(out, "split.txt"), "w").write(split)
+    return model
+
+
+def din_requests(rng, p, n_req, items_lo, items_hi):
+    """Users with a profile (slot_0 … slot_3) and clicks (1 to p["clicks"] catalogue ids, oldest
+    first, more than SEQ_LEN for many); distinct candidate items per request, each its catalogue
+    id and 13 dense features. Catalogue ids are 1 … rows − 1 (0 is the padding id), Zipf."""
+    rows = p["rows"]
+    zipf = [Zipf(rng, rows) for _ in range(DIN_SLOTS)]
+    catalogue = Zipf(rng, rows - 1)
+    reqs = []
+    for q in range(n_req):
+        user = {"user_id": 1000 + q}
+        for k in range(DIN_SLOTS):
+            user["slot_%d" % k] = [zipf[k].draw() for _ in range(p["ids"])]
+        user["clicks"] = [1 + catalogue.draw() for _ in range(rng.randint(1, p["clicks"]))]
+        n_items = rng.randint(items_lo, items_hi) if items_hi > items_lo else items_lo
+        items, seen = [], set()
+        while len(items) < n_items:
+            iid = 1 + catalogue.draw()
+            if iid not in seen:
+                seen.add(iid)
+                items.append({"item_id": iid,
+                              "dense": [round(rng.gauss(0.0, 1.0), 4) for _ in range(DENSE)]})
+        reqs.append({"id": "d%d" % q, "user": user, "items": items})
+    return reqs
+
+
+def din_inputs(rows_all, ids):
+    """The unsplit DIN model's inputs for every item row: dense, slot_0 … slot_3, item, hist (the
+    last SEQ_LEN clicks, right-padded with 0: what feature_processor's sequence = hist=clicks:50
+    makes of them)."""
+    batch = len(rows_all)
+    inputs = [tensor_proto("dense", [batch, DENSE], 1,
+                           struct.pack("<%df" % (batch * DENSE),
+                                       *[v for _, it in rows_all for v in it["dense"]]))]
+    for k in range(DIN_SLOTS):
+        vals = [v for r, _ in rows_all for v in r["user"]["slot_%d" % k]]
+        inputs.append(tensor_proto("slot_%d" % k, [batch, ids], 7, struct.pack("<%dq" % len(vals), *vals)))
+    items = [it["item_id"] for _, it in rows_all]
+    inputs.append(tensor_proto("item", [batch, 1], 7, struct.pack("<%dq" % batch, *items)))
+    hist = []
+    for r, _ in rows_all:
+        kept = r["user"]["clicks"][-SEQ_LEN:]
+        hist += kept + [0] * (SEQ_LEN - len(kept))
+    inputs.append(tensor_proto("hist", [batch, SEQ_LEN], 7, struct.pack("<%dq" % len(hist), *hist)))
+    return inputs
+
+
+def main_din(a):
+    """--din: the DIN model, its cube and dense model, users with clicks, the request files."""
+    preset = "small" if a.small else "realistic"
+    p = DIN_PRESETS[preset]
+    n_req = a.requests or p["requests"]
+    items_lo, items_hi = a.items or (p["items"], p["items"])
+    if os.path.isdir(a.out):
+        shutil.rmtree(a.out)
+    os.makedirs(a.out)
+    model = synth_and_split(a.sedp, a.out, [
+        "--arch", "din", "--preset", preset, "--slots", str(DIN_SLOTS), "--dense", str(DENSE),
+        "--ids-per-slot", str(p["ids"]), "--rows", str(p["rows"]), "--dim", str(p["dim"]),
+        "--seq-len", str(SEQ_LEN)])
+    rng = random.Random(a.seed)
+    reqs = din_requests(rng, p, n_req, items_lo, items_hi)
+    rows_all = [(r, it) for r in reqs for it in r["items"]]
+    scores = eval_scores(a.sedp, model, a.out, din_inputs(rows_all, p["ids"]), len(rows_all))
+    write_expected_and_requests(rng, a.out, reqs, rows_all, scores)
+    shutil.rmtree(os.path.join(a.out, "eval-in"))
+    print("wrote %s: din %s model, %d requests of %s items, up to %d clicks per user" %
+          (a.out, preset, n_req, items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
+           p["clicks"]))
+
+
+def eval_scores(sedp, model, out, inputs, batch):
+    """The unsplit model's scores of every item: `sedp model eval` on the TensorProtos @inputs
+    (written to out/eval-in), output 0 read back from out/eval-out."""
+    ev_in = os.path.join(out, "eval-in")
+    os.makedirs(ev_in, exist_ok=True)
     args = []
     for k, t in enumerate(inputs):
         path = os.path.join(ev_in, "input_%d.pb" % k)
         open(path, "wb").write(t)
         args += ["-i", path]
     ev_out = os.path.join(out, "eval-out")
-    run([a.sedp, "model", "eval", model] + args + ["-o", ev_out])
+    run([sedp, "model", "eval", model] + args + ["-o", ev_out])
     scores = read_float_tensor(os.path.join(ev_out, "output_0.pb"))
     if len(scores) != batch:
         raise SystemExit("gen.py: the model gave %d scores for %d items" % (len(scores), batch))
+    return scores
 
+
+def write_expected_and_requests(rng, out, reqs, rows_all, scores):
+    """expected.tsv (the unsplit model's scores), each item's escore, and the request files."""
     # escore: the recall stage's guess, the model's logit plus Gaussian noise of 1.1 times the
     # logits' spread: a rank correlation of about 0.65 with the model's score (for normal logits,
     # (6/π)·asin(ρ/2) with ρ = 1/√(1 + 1.1²)), between the 0.5 and 0.8 of a useful but imperfect
@@ -234,6 +344,12 @@ def main():
             it["escore"] = round(1 / (1 + math.exp(-(logit + rng.gauss(0.0, 1.1 * spread)))), 6)
             exp.write("%s\t%d\t%.9g\n" % (r["id"], it["item_id"], s))
 
+    write_requests(out, reqs)
+
+
+def write_requests(out, reqs):
+    """requests.run.jsonl, requests.jsonl and requests.pb: the same requests, three ways. Id
+    lists are user or item features named slot_K or clicks; dense is a float list."""
     # requests.run.jsonl: what `sedp run` reads (core/io/request-file.c): features by name.
     with open(os.path.join(out, "requests.run.jsonl"), "w") as f:
         for r in reqs:
@@ -260,12 +376,6 @@ def main():
                   {k: feature_floats(v["floats"]) if "floats" in v else feature_ids(v["ids"])
                    for k, v in it["features"].items()}) for it in items])
             pb.write(varint(len(msg)) + msg)
-    shutil.rmtree(ev_in)
-    train_shedder(a.sedp, out)
-    print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
-          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req,
-          items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
-          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else ""))
 
 
 def train_shedder(sedp, out):
