@@ -1,7 +1,7 @@
 /* sedp — tensor operators: Concat, Gather (and the fused embedding bag), the views (Reshape,
  * Flatten, Squeeze, Unsqueeze, Identity), Transpose, Slice, Expand, the reductions (ReduceSum,
- * Mean, Max, Min, Prod, L2, SumSquare, LogSumExp), and the metadata operators folded at plan
- * time (Constant, Shape). */
+ * Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp), and the metadata operators folded
+ * at plan time (Constant, Shape, Size). */
 #include "ops.h"
 
 #include <math.h>
@@ -581,11 +581,12 @@ nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, 
   return TRUE;
 }
 
-/* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2,
- * ReduceSumSquare, ReduceLogSumExp ---- */
+/* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp ---- */
 
 typedef enum {
   RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L2, RED_SUM_SQUARE, RED_LOG_SUM_EXP,
+  RED_L1, RED_LOG_SUM,
 } ReduceOp;
 
 /* Each reduction: its kernel name, and the opset from which `axes` is an input. */
@@ -603,6 +604,8 @@ static const struct {
   {"ReduceL2", RED_L2, "reduce_l2", 18},
   {"ReduceSumSquare", RED_SUM_SQUARE, "reduce_sum_square", 18},
   {"ReduceLogSumExp", RED_LOG_SUM_EXP, "reduce_log_sum_exp", 18},
+  {"ReduceL1", RED_L1, "reduce_l1", 18},
+  {"ReduceLogSum", RED_LOG_SUM, "reduce_log_sum", 18},
 };
 
 /* A reduction's parameters (no pointers: freed with g_free). */
@@ -651,6 +654,10 @@ reduce_row (ReduceOp op, float *restrict py, const float *restrict px, gint64 n)
     for (gint64 i = 0; i < n; i++)
       py[i] += px[i] * px[i];
     break;
+  case RED_L1:
+    for (gint64 i = 0; i < n; i++)
+      py[i] += fabsf (px[i]);
+    break;
   default:
     for (gint64 i = 0; i < n; i++)
       py[i] += px[i];
@@ -681,6 +688,9 @@ reduce_finish (const ReduceParams *p, float *py, const float *px)
   else if (p->op == RED_L2)
     for (gint64 i = 0; i < p->inner; i++)
       py[i] = sqrtf (py[i]);
+  else if (p->op == RED_LOG_SUM)
+    for (gint64 i = 0; i < p->inner; i++)
+      py[i] = logf (py[i]);
   else if (p->op == RED_LOG_SUM_EXP)
     reduce_lse_finish (py, px, p->red, p->inner);
 }
@@ -713,6 +723,8 @@ reduce_combine (ReduceOp op, double a, double x)
   case RED_L2:
   case RED_SUM_SQUARE:
     return a + x * x;
+  case RED_L1:
+    return a + fabs (x);
   default:
     return a + x;
   }
@@ -738,7 +750,10 @@ reduce_general (const ReduceParams *p, const float *x, float *y)
       acc[i] = isfinite (acc[i]) ? acc[i] + log (sum[i]) : acc[i];
   }
   for (gint64 i = 0; i < p->out_numel; i++)
-    y[i] = (float) (p->op == RED_MEAN ? acc[i] / p->divisor : p->op == RED_L2 ? sqrt (acc[i]) : acc[i]);
+    y[i] = (float) (p->op == RED_MEAN       ? acc[i] / p->divisor
+                    : p->op == RED_L2        ? sqrt (acc[i])
+                    : p->op == RED_LOG_SUM   ? log (acc[i])
+                                             : acc[i]);
 }
 
 /* int64 ReduceMax/Min; over nothing, the type's minimum (Max) or maximum (Min). */
@@ -937,5 +952,15 @@ nn_prepare_shape_op (OpCtx *c, GError **error)
   for (gint64 i = 0; i < n; i++)
     d[i] = x->dims[start + i];
   set_const (c, op_out (c, 0), SEDP_NN_INT64, 1, &n, d, TRUE);
+  return TRUE;
+}
+
+/* Size: the number of elements, an int64 scalar (shapes are fixed in a plan). */
+gboolean
+nn_prepare_size (OpCtx *c, GError **error)
+{
+  gint64 *d = g_new (gint64, 1);
+  *d = op_in (c, 0)->numel;
+  set_const (c, op_out (c, 0), SEDP_NN_INT64, 0, NULL, d, TRUE);
   return TRUE;
 }

@@ -39,6 +39,24 @@ gboolean nn_prepare_split (OpCtx *c, GError **error);
 gboolean nn_prepare_tile (OpCtx *c, GError **error);
 gboolean nn_prepare_constant_of_shape (OpCtx *c, GError **error);
 gboolean nn_prepare_range (OpCtx *c, GError **error);
+/* PRelu and the activations with attributes (ops-act.c); Mod (ops-math.c); IsNaN and IsInf
+ * (ops-logic.c); Size (ops-tensor.c). */
+gboolean nn_prepare_prelu (OpCtx *c, GError **error);
+gboolean nn_prepare_param_act (OpCtx *c, GError **error);
+gboolean nn_prepare_mod (OpCtx *c, GError **error);
+gboolean nn_prepare_is (OpCtx *c, GError **error);
+gboolean nn_prepare_size (OpCtx *c, GError **error);
+/* ops-index.c */
+gboolean nn_prepare_argmax (OpCtx *c, GError **error);
+gboolean nn_prepare_topk (OpCtx *c, GError **error);
+gboolean nn_prepare_cumsum (OpCtx *c, GError **error);
+gboolean nn_prepare_gather_elements (OpCtx *c, GError **error);
+gboolean nn_prepare_onehot (OpCtx *c, GError **error);
+gboolean nn_prepare_trilu (OpCtx *c, GError **error);
+
+/* Element @i of an array of numeric type @t (float, double, int64, int32, int8, uint8, bool) as
+ * a double (ops-math.c). */
+double nn_load_double (SedpNnDType t, gconstpointer p, gint64 i);
 
 /* An axis counted from the end when negative (not checked against the rank). */
 static inline gint64
