@@ -100,7 +100,7 @@ map_param_act (const ParamActParams *p, const float *x, float *y)
     case PACT_SOFTSIGN: y[i] = v / (1.0f + fabsf (v)); break;
     case PACT_ELU: y[i] = v < 0.0f ? a * expm1f (v) : v; break;
     case PACT_SELU: y[i] = v <= 0.0f ? b * a * expm1f (v) : b * v; break;
-    case PACT_CELU: y[i] = fmaxf (0.0f, v) + fminf (0.0f, a * expm1f (v / a)); break;
+    case PACT_CELU: y[i] = v > 0.0f ? v : a * expm1f (v / a); break; /* NaN stays NaN */
     case PACT_HARD_SIGMOID: y[i] = hard_sigmoid (v, a, b); break;
     case PACT_HARD_SWISH: y[i] = v * hard_sigmoid (v, a, b); break;
     case PACT_THRESHOLDED_RELU: y[i] = v > a ? v : 0.0f; break;
