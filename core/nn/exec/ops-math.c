@@ -1,5 +1,6 @@
-/* sedp — elementwise arithmetic: Add/Sub/Mul/Div, Pow and Sum/Max/Min/Mean with broadcasting,
- * unary functions and activations, Clip, Softmax, BatchNormalization (inference), Cast. */
+/* sedp — elementwise arithmetic: Add/Sub/Mul/Div, Mod, Pow and Sum/Max/Min/Mean with
+ * broadcasting, unary functions and activations, Clip, Softmax/LogSoftmax/Hardmax,
+ * BatchNormalization (inference), Cast and CastLike. */
 #include "ops.h"
 
 #include <math.h>
