@@ -730,6 +730,16 @@ reduce_combine (ReduceOp op, double a, double x)
   }
 }
 
+/* An output from its accumulated value: Mean's division, L2's root, LogSum's logarithm. */
+static inline float
+reduce_final (const ReduceParams *p, double acc)
+{
+  return (float) (p->op == RED_MEAN      ? acc / p->divisor
+                  : p->op == RED_L2      ? sqrt (acc)
+                  : p->op == RED_LOG_SUM ? log (acc)
+                                         : acc);
+}
+
 /* The general float case, accumulated in double. */
 static void
 reduce_general (const ReduceParams *p, const float *x, float *y)
@@ -750,10 +760,23 @@ reduce_general (const ReduceParams *p, const float *x, float *y)
       acc[i] = isfinite (acc[i]) ? acc[i] + log (sum[i]) : acc[i];
   }
   for (gint64 i = 0; i < p->out_numel; i++)
-    y[i] = (float) (p->op == RED_MEAN       ? acc[i] / p->divisor
-                    : p->op == RED_L2        ? sqrt (acc[i])
-                    : p->op == RED_LOG_SUM   ? log (acc[i])
-                                             : acc[i]);
+    y[i] = reduce_final (p, acc[i]);
+}
+
+/* One lane of @n contiguous elements (the reduced axes last), accumulated in double: a long sum
+ * of terms of both signs keeps its precision, as ONNX Runtime's. */
+static float
+reduce_lane (const ReduceParams *p, const float *x, gint64 n)
+{
+  double acc = reduce_identity (p->op), sum = 0;
+  for (gint64 i = 0; i < n; i++)
+    acc = reduce_combine (p->op, acc, x[i]);
+  if (p->op == RED_LOG_SUM_EXP && isfinite (acc)) {
+    for (gint64 i = 0; i < n; i++)
+      sum += exp (x[i] - acc);
+    acc += log (sum);
+  }
+  return reduce_final (p, acc);
 }
 
 /* int64 ReduceMax/Min; over nothing, the type's minimum (Max) or maximum (Min). */
@@ -780,6 +803,11 @@ kernel_reduce (const Plan *plan, const Step *s, gpointer const *ptrs, GError **e
   float *y = ptrs[s->out[0]];
   if (p->general) {
     reduce_general (p, x, y);
+    return TRUE;
+  }
+  if (p->inner == 1) {
+    for (gint64 o = 0; o < p->outer; o++)
+      y[o] = reduce_lane (p, x + o * p->red, p->red);
     return TRUE;
   }
   float id = (float) reduce_identity (p->op);
