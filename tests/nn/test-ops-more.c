@@ -1,7 +1,7 @@
 /* sedp nn tests: PRelu and the activations with attributes, Sign/Sin/Cos/Round, IsNaN/IsInf,
  * Mod, LogSoftmax/Hardmax, ReduceL1/ReduceLogSum, Size, CastLike, ArgMax/ArgMin, TopK, CumSum,
- * GatherElements, OneHot and Trilu, against references computed here in double precision from
- * the ONNX definitions (NaN and infinities, ties, axes of length 1, negative axes, both opset
+ * GatherElements, OneHot, Trilu and Einsum, against references computed here in double
+ * precision from the ONNX definitions (NaN and infinities, ties, axes of length 1, negative axes, both opset
  * forms), plus their errors. */
 #include "nn-test.h"
 
@@ -284,7 +284,8 @@ check_is (const char *op, int neg, int pos)
   gboolean want[N_EDGE];
   for (gint64 i = 0; i < N_EDGE; i++) {
     float v = edge_values[i];
-    want[i] = op[2] == 'N' ? isnan (v) : (v == INFINITY && pos != 0) || (v == -INFINITY && neg != 0);
+    gboolean inf = (v == INFINITY && pos != 0) || (v == -INFINITY && neg != 0);
+    want[i] = op[2] == 'N' ? isnan (v) : inf;
   }
   Out y;
   run_model (m, 1, 1, IN1 (F, edge_values, 1, N_EDGE), &y);
@@ -327,7 +328,8 @@ test_mod (void)
     OUT (m, "y", I);
     gint64 want[12];
     for (int i = 0; i < 12; i++)
-      want[i] = d[i % 3] == 0 ? 0 : fm ? a[i] - (a[i] / d[i % 3]) * d[i % 3] : py_mod (a[i], d[i % 3]);
+      want[i] = d[i % 3] == 0 ? 0 : fm ? a[i] - (a[i] / d[i % 3]) * d[i % 3]
+                                         : py_mod (a[i], d[i % 3]);
     Out y;
     run_model (m, 4, 1, IN1 (I, a, 4, 3), &y);
     CU_ASSERT_EQUAL (ints_are (&y, 12, want), 0);
@@ -754,9 +756,8 @@ test_topk_errors (void)
   CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
   CU_ASSERT_TRUE (sedp_nn_plan_input_is_parameter (plan, 1));
   Out y[2];
-  CU_ASSERT_TRUE (run_plan (plan, 2,
-                            (SedpNnTensor[]){TT (F, F32 (1, 9, 3, 9, 0, 2), 1, 6), TT (I, I64 (2), 1)},
-                            y, &error));
+  SedpNnTensor in[2] = {TT (F, F32 (1, 9, 3, 9, 0, 2), 1, 6), TT (I, I64 (2), 1)};
+  CU_ASSERT_TRUE (run_plan (plan, 2, in, y, &error));
   INTS_ARE (y[1], 1, 3);
   FLOATS_ARE (y[0], 0, 9, 9);
   outs_free (y, 2);
@@ -894,7 +895,8 @@ test_gather_elements_errors (void)
   Out y;
   SedpNnTensor in[2] = {TT (F, F32 (1, 2, 3, 4), 1, 4), TT (I, I64 (1, -5), 1, 2)};
   CU_ASSERT_FALSE (run_plan (plan, 2, in, &y, &error));
-  ASSERT_NN_ERROR (error, SEDP_NN_ERROR_INPUT, "'g' (GatherElements)", "index -5 out of range [-4, 4)");
+  ASSERT_NN_ERROR (error, SEDP_NN_ERROR_INPUT, "'g' (GatherElements)",
+                   "index -5 out of range [-4, 4)");
   sedp_nn_plan_free (plan);
   sedp_nn_model_unref (m);
   m = tb_new (13);
@@ -1044,6 +1046,149 @@ test_trilu_errors (void)
   EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_INVALID, "k must have one element, has 2");
 }
 
+/* ================================================================================================
+ * Einsum
+ * ============================================================================================== */
+
+/* A naive einsum in double over two operands: @ta, @tb, @to the terms (one letter per axis),
+ * @size each letter's extent; sums over the letters missing from the output. */
+static void
+einsum_ref (const char *ta, const float *a, const char *tb, const float *b, const char *to,
+            const gint64 *size, double *y, double *mag)
+{
+  char letters[8] = {0};
+  int n = 0;
+  for (const char *t = ta; *t; t++)
+    if (!strchr (letters, *t))
+      letters[n++] = *t, letters[n] = 0;
+  for (const char *t = tb; *t; t++)
+    if (!strchr (letters, *t))
+      letters[n++] = *t, letters[n] = 0;
+  gint64 total = 1, idx[8] = {0};
+  for (int i = 0; i < n; i++)
+    total *= size[letters[i] - 'a'];
+  gint64 out_n = 1;
+  for (const char *t = to; *t; t++)
+    out_n *= size[*t - 'a'];
+  memset (y, 0, sizeof (double) * out_n);
+  memset (mag, 0, sizeof (double) * out_n);
+  for (gint64 f = 0; f < total; f++) {
+    gint64 r = f, at[26] = {0};
+    for (int i = n - 1; i >= 0; i--) {
+      idx[i] = r % size[letters[i] - 'a'];
+      r /= size[letters[i] - 'a'];
+      at[letters[i] - 'a'] = idx[i];
+    }
+    gint64 oa = 0, ob = 0, oy = 0;
+    for (const char *t = ta; *t; t++)
+      oa = oa * size[*t - 'a'] + at[*t - 'a'];
+    for (const char *t = tb; *t; t++)
+      ob = ob * size[*t - 'a'] + at[*t - 'a'];
+    for (const char *t = to; *t; t++)
+      oy = oy * size[*t - 'a'] + at[*t - 'a'];
+    y[oy] += (double) a[oa] * b[ob];
+    mag[oy] += fabs ((double) a[oa] * b[ob]);
+  }
+}
+
+/* The five forms, with other letters and spaces, against the naive einsum; B a constant in the
+ * bilinear form (packed weights), a graph input elsewhere. */
+static void
+test_einsum (void)
+{
+  static const struct {
+    const char *eq, *ta, *tb, *to;
+  } forms[] = {
+      {"bij,bjk->bik", "abc", "acd", "abd"},
+      {"zhqd, zhkd -> zhqk", "abcd", "abed", "abce"},
+      {"bhqk,bhkd->bhqd", "abcd", "abde", "abce"},
+      {"nd,nd->n", "ab", "ab", "a"},
+      {"BI,IJ->BJ", "ab", "bc", "ac"},
+  };
+  const gint64 size[5] = {3, 2, 5, 4, 7}; /* a is the batch */
+  g_autoptr (GRand) rng = g_rand_new_with_seed (11);
+  for (guint f = 0; f < G_N_ELEMENTS (forms); f++) {
+    gint64 da[4], db[4], dy[4];
+    int ra = (int) strlen (forms[f].ta), rb = (int) strlen (forms[f].tb);
+    int ry = (int) strlen (forms[f].to);
+    for (int i = 0; i < ra; i++)
+      da[i] = size[forms[f].ta[i] - 'a'];
+    for (int i = 0; i < rb; i++)
+      db[i] = size[forms[f].tb[i] - 'a'];
+    for (int i = 0; i < ry; i++)
+      dy[i] = size[forms[f].to[i] - 'a'];
+    gboolean const_b = forms[f].tb[0] != 'a';
+    SedpNnModel *m = tb_new (12);
+    da[0] = -1;
+    tb_input (m, "a", F, ra, da);
+    da[0] = 3;
+    g_autofree float *a = rand_floats (rng, (gsize) numel_of (ra, da), -1, 1);
+    g_autofree float *b = rand_floats (rng, (gsize) numel_of (rb, db), -1, 1);
+    if (const_b) {
+      tb_init_f (m, "b", rb, db, b);
+    } else {
+      db[0] = -1;
+      tb_input (m, "b", F, rb, db);
+      db[0] = 3;
+    }
+    SedpNnNode *n = tb_node (m, "Einsum", "e", "a,b", "y");
+    sedp_nn_node_set_attr_string (n, "equation", forms[f].eq);
+    OUT (m, "y", F);
+    double want[512], mag[512];
+    einsum_ref (forms[f].ta, a, forms[f].tb, b, forms[f].to, size, want, mag);
+    SedpNnTensor in[2] = {tt (F, a, ra, da), tt (F, b, rb, db)};
+    Out y;
+    run_model (m, 3, const_b ? 1 : 2, in, &y);
+    ASSERT_CLOSE_SCALED (y, want, mag, 1e-5);
+    CU_ASSERT (shape_is (&y, ry, dy));
+    outs_free (&y, 1);
+    sedp_nn_model_unref (m);
+  }
+}
+
+/* Equations outside the forms (named in the error), three inputs, ranks and shapes that differ. */
+static void
+test_einsum_errors (void)
+{
+  const char *eqs[] = {"bij,bkj->bik", "ij->ji", "...ij,...jk->...ik", "bij,bjk"};
+  for (guint k = 0; k < G_N_ELEMENTS (eqs); k++) {
+    SedpNnModel *m = tb_new (12);
+    IN (m, "a", F, -1, 3, 3);
+    IN (m, "b", F, -1, 3, 3);
+    sedp_nn_node_set_attr_string (tb_node (m, "Einsum", "e", k == 1 ? "a" : "a,b", "y"), "equation",
+                                  eqs[k]);
+    OUT (m, "y", F);
+    EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_UNSUPPORTED, "'e' (Einsum)", eqs[k], "bhqd,bhkd->bhqk");
+  }
+  SedpNnModel *m = tb_new (12);
+  IN (m, "a", F, -1, 3);
+  IN (m, "b", F, -1, 3);
+  IN (m, "c", F, -1, 3);
+  sedp_nn_node_set_attr_string (tb_node (m, "Einsum", "e", "a,b,c", "y"), "equation",
+                                "bi,bi,bi->b");
+  OUT (m, "y", F);
+  EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_UNSUPPORTED, "with 3 inputs");
+  m = tb_new (12);
+  IN (m, "a", F, -1, 3, 3);
+  IN (m, "b", F, -1, 3);
+  sedp_nn_node_set_attr_string (tb_node (m, "Einsum", "e", "a,b", "y"), "equation", "bd,bd->b");
+  OUT (m, "y", F);
+  EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_SHAPE, "input 0 has rank 3, its term 2 letters");
+  m = tb_new (12);
+  IN (m, "a", F, -1, 3);
+  IN (m, "b", F, -1, 4);
+  sedp_nn_node_set_attr_string (tb_node (m, "Einsum", "e", "a,b", "y"), "equation", "bd,bd->b");
+  OUT (m, "y", F);
+  EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_SHAPE, "shapes differ: [1, 3] and [1, 4]");
+  m = tb_new (12);
+  IN (m, "a", F, -1, 2, 3, 4);
+  IN (m, "b", F, -1, 2, 5, 3);
+  sedp_nn_node_set_attr_string (tb_node (m, "Einsum", "e", "a,b", "y"), "equation",
+                                "bhqd,bhkd->bhqk");
+  OUT (m, "y", F);
+  EXPECT_PLAN_ERROR (m, 1, SEDP_NN_ERROR_SHAPE, "inner dimensions differ");
+}
+
 int
 main (void)
 {
@@ -1079,6 +1224,8 @@ main (void)
       {"onehot errors", test_onehot_errors},
       {"trilu: upper/lower, k", test_trilu},
       {"trilu errors", test_trilu_errors},
+      {"einsum: the five forms, any letters, against a naive einsum", test_einsum},
+      {"einsum errors", test_einsum_errors},
   };
   for (guint i = 0; i < G_N_ELEMENTS (tests); i++)
     CU_add_test (s, tests[i].name, tests[i].fn);

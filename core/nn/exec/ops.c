@@ -327,6 +327,7 @@ static const OpDef op_table[] = {
   {"GatherElements", nn_prepare_gather_elements, FALSE, 2, 2, 11},
   {"OneHot", nn_prepare_onehot, FALSE, 3, 3, 11},
   {"Trilu", nn_prepare_trilu, FALSE, 1, 2, 14},
+  {"Einsum", nn_prepare_einsum, FALSE, 1, NN_MAX_IN, 12},
 };
 
 const OpDef *

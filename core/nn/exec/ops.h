@@ -5,6 +5,13 @@
 
 gboolean nn_prepare_gemm (OpCtx *c, GError **error);
 gboolean nn_prepare_matmul (OpCtx *c, GError **error);
+/* MatMul's step for the node's two float inputs read as shapes (@a_rank, @a_dims) and
+ * (@b_rank, @b_dims) (views of their bytes: the same element counts), B's last two axes swapped
+ * when @trans_b (B stored [..., N, K]); the output's shape is the product's (ops-gemm.c). */
+gboolean nn_prepare_matmul_as (OpCtx *c, int a_rank, const gint64 *a_dims, int b_rank,
+                               const gint64 *b_dims, gboolean trans_b, GError **error);
+/* Einsum, the forms exports write, lowered to MatMul's kernels (ops-einsum.c). */
+gboolean nn_prepare_einsum (OpCtx *c, GError **error);
 gboolean nn_prepare_binary (OpCtx *c, GError **error);
 gboolean nn_prepare_unary (OpCtx *c, GError **error);
 gboolean nn_prepare_clip (OpCtx *c, GError **error);
