@@ -1047,6 +1047,44 @@ test_trilu_errors (void)
 }
 
 /* ================================================================================================
+ * Empty axes
+ * ============================================================================================== */
+
+/* X [N, 0]: CumSum and Trilu give [N, 0], TopK with K = 0 gives [N, 0] twice, ReduceL1 over the
+ * empty axis 0 and ReduceLogSum -∞, GatherElements with indices [N, 0] gives [N, 0]. */
+static void
+test_empty_axes (void)
+{
+  SedpNnModel *m = tb_new (14);
+  IN (m, "x", F, -1, 0);
+  INTS (m, "axis", 1);
+  INTS (m, "k", 0);
+  gint64 d[2] = {1, 0};
+  tb_init (m, "ix", I, 2, d, NULL);
+  tb_node (m, "CumSum", "c", "x,axis", "cs");
+  tb_node (m, "Trilu", "t", "x", "tr");
+  tb_node (m, "TopK", "k", "x,k", "tv,ti");
+  ATTR_INTS (tb_node (m, "ReduceL1", "l1", "x", "l1"), "axes", 1);
+  ATTR_INTS (tb_node (m, "ReduceLogSum", "ls", "x", "ls"), "axes", 1);
+  tb_attr_i (tb_node (m, "GatherElements", "g", "x,ix", "ge"), "axis", 1);
+  const char *outs[] = {"cs", "tr", "tv", "ti", "l1", "ls", "ge"};
+  for (guint i = 0; i < G_N_ELEMENTS (outs); i++)
+    OUT (m, outs[i], i == 3 ? I : F);
+  Out y[7];
+  run_model (m, 1, 1, IN1 (F, F32 (0), 1, 0), y); /* data that is never read */
+  for (guint i = 0; i < 7; i++)
+    if (i == 4 || i == 5) {
+      SHAPE_IS (y[i], 1, 1);
+    } else {
+      SHAPE_IS (y[i], 1, 0);
+    }
+  FLOATS_ARE (y[4], 0, 0);
+  CU_ASSERT (isinf (((float *) y[5].data)[0]) && ((float *) y[5].data)[0] < 0);
+  outs_free (y, 7);
+  sedp_nn_model_unref (m);
+}
+
+/* ================================================================================================
  * Einsum
  * ============================================================================================== */
 
@@ -1224,6 +1262,7 @@ main (void)
       {"onehot errors", test_onehot_errors},
       {"trilu: upper/lower, k", test_trilu},
       {"trilu errors", test_trilu_errors},
+      {"length-0 axes: cumsum, trilu, topk, reduce l1/log sum, gather elements", test_empty_axes},
       {"einsum: the five forms, any letters, against a naive einsum", test_einsum},
       {"einsum errors", test_einsum_errors},
   };
