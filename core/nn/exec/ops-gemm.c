@@ -200,11 +200,22 @@ nn_prepare_matmul (OpCtx *c, GError **error)
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs float inputs of rank ≥ 1");
     return FALSE;
   }
+  return nn_prepare_matmul_as (c, a->rank, a->dims, b->rank, b->dims, FALSE, error);
+}
+
+gboolean
+nn_prepare_matmul_as (OpCtx *c, int a_rank, const gint64 *a_dims, int b_rank, const gint64 *b_dims,
+                      gboolean trans_b, GError **error)
+{
   /* Promote vectors as numpy does, and remember to drop the added dims. */
   gint64 ad[SEDP_NN_MAX_RANK + 1], bd[SEDP_NN_MAX_RANK + 1];
-  int ar = a->rank, br = b->rank;
-  memcpy (ad, a->dims, sizeof (gint64) * ar);
-  memcpy (bd, b->dims, sizeof (gint64) * br);
+  int ar = a_rank, br = b_rank;
+  memcpy (ad, a_dims, sizeof (gint64) * ar);
+  memcpy (bd, b_dims, sizeof (gint64) * br);
+  if (trans_b && br >= 2) { /* B stored [..., N, K] */
+    bd[br - 2] = b_dims[br - 1];
+    bd[br - 1] = b_dims[br - 2];
+  }
   gboolean a_vec = ar == 1, b_vec = br == 1;
   if (a_vec) {
     ad[1] = ad[0];
@@ -217,9 +228,10 @@ nn_prepare_matmul (OpCtx *c, GError **error)
   }
   gint64 M = ad[ar - 2], K = ad[ar - 1], N = bd[br - 1];
   if (bd[br - 2] != K) {
-    g_autofree char *sa = sedp_nn_shape_to_string (a->rank, a->dims);
-    g_autofree char *sb = sedp_nn_shape_to_string (b->rank, b->dims);
-    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "inner dimensions differ: %s × %s", sa, sb);
+    g_autofree char *sa = sedp_nn_shape_to_string (a_rank, a_dims);
+    g_autofree char *sb = sedp_nn_shape_to_string (b_rank, b_dims);
+    nn_node_error (error, SEDP_NN_ERROR_SHAPE, c->node, "inner dimensions differ: %s × %s%s", sa,
+                   sb, trans_b ? "ᵀ" : "");
     return FALSE;
   }
   int batch_rank;
@@ -253,6 +265,7 @@ nn_prepare_matmul (OpCtx *c, GError **error)
     p->K = K;
     p->alpha = 1.0f;
     p->beta = 1.0f;
+    p->trans_b = trans_b;
     c->step->fn = nn_kernel_gemm;
     c->step->kernel = "matmul";
     return TRUE;
@@ -289,8 +302,9 @@ nn_prepare_matmul (OpCtx *c, GError **error)
       idx[d] = 0;
     }
   }
+  p->trans_b = trans_b;
   c->step->fn = kernel_matmul_batched;
-  c->step->kernel = "matmul_batched";
+  c->step->kernel = trans_b ? "matmul_batched_tb" : "matmul_batched";
   return TRUE;
 }
 

@@ -1,7 +1,9 @@
 /* sedp — comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), logic (Not, And, Or,
- * Xor) and Where, with numpy broadcasting. bool is one byte, 0 or 1; any non-zero byte read is
- * true. */
+ * Xor) and Where, with numpy broadcasting; the float predicates IsNaN and IsInf. bool is one
+ * byte, 0 or 1; any non-zero byte read is true. */
 #include "ops.h"
+
+#include <math.h>
 
 /* ---- comparisons: float, int64, int32 (and bool for Equal) in, bool out ---- */
 
@@ -115,6 +117,47 @@ nn_prepare_not (OpCtx *c, GError **error)
   nn_set_shape (op_out (c, 0), SEDP_NN_BOOL, x->rank, x->dims);
   c->step->fn = kernel_not;
   c->step->kernel = "not";
+  c->step->flops = (double) x->numel;
+  return TRUE;
+}
+
+/* ---- IsNaN, IsInf: float in, bool out ---- */
+
+/* What a step detects (no pointers: g_free). */
+typedef struct {
+  gboolean nan;          /* IsNaN; else IsInf: */
+  gboolean neg, pos;     /* detect_negative, detect_positive */
+} IsParams;
+
+NN_HOT static gboolean
+kernel_is (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const IsParams *p = s->params;
+  const float *x = ptrs[s->in[0]];
+  guint8 *y = ptrs[s->out[0]];
+  gint64 n = plan->values[s->out[0]].numel;
+  for (gint64 i = 0; i < n; i++)
+    y[i] = p->nan ? x[i] != x[i] : (p->pos && x[i] == INFINITY) || (p->neg && x[i] == -INFINITY);
+  return TRUE;
+}
+
+gboolean
+nn_prepare_is (OpCtx *c, GError **error)
+{
+  Value *x = op_in (c, 0);
+  if (x->dtype != SEDP_NN_FLOAT) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "input of type %s: takes float",
+                   sedp_nn_dtype_name (x->dtype));
+    return FALSE;
+  }
+  IsParams *p = g_new0 (IsParams, 1);
+  c->step->params = p;
+  p->nan = strcmp (c->node->op_type, "IsNaN") == 0;
+  p->neg = nn_attr_int (c->node, "detect_negative", 1) != 0;
+  p->pos = nn_attr_int (c->node, "detect_positive", 1) != 0;
+  nn_set_shape (op_out (c, 0), SEDP_NN_BOOL, x->rank, x->dims);
+  c->step->fn = kernel_is;
+  c->step->kernel = p->nan ? "isnan" : "isinf";
   c->step->flops = (double) x->numel;
   return TRUE;
 }

@@ -1,5 +1,6 @@
-/* sedp — elementwise arithmetic: Add/Sub/Mul/Div, Pow and Sum/Max/Min/Mean with broadcasting,
- * unary functions and activations, Clip, Softmax, BatchNormalization (inference), Cast. */
+/* sedp — elementwise arithmetic: Add/Sub/Mul/Div, Mod, Pow and Sum/Max/Min/Mean with
+ * broadcasting, unary functions and activations, Clip, Softmax/LogSoftmax/Hardmax,
+ * BatchNormalization (inference), Cast and CastLike. */
 #include "fast-math.h"
 #include "ops.h"
 
@@ -45,6 +46,36 @@ nn_prepare_binary (OpCtx *c, GError **error)
   guint k = NN_OP_ROW (c, arith_ops);
   BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? arith_ops[k].f32 : arith_ops[k].i64;
   return nn_prepare_broadcast (c, 2, fn, a->dtype, "binary", error);
+}
+
+/* ---- Mod: fmod (float, and int64 with fmod = 1: the dividend's sign) or the floored
+ * remainder (int64 with fmod = 0: the divisor's sign, as Python); x mod 0 is 0 for int64 ---- */
+
+#define OP_FMOD(x, y) fmodf ((x), (y))
+#define OP_IREM(x, y) ((y) == 0 || (y) == -1 ? 0 : (x) % (y))
+#define OP_IMOD(x, y) (OP_IREM (x, y) != 0 && (OP_IREM (x, y) < 0) != ((y) < 0) ? OP_IREM (x, y) + (y) : OP_IREM (x, y))
+
+BIN_LOOP (fmod_float, float, float, float, OP_FMOD)
+BIN_LOOP (fmod_int64, gint64, gint64, gint64, OP_IREM)
+BIN_LOOP (mod_int64, gint64, gint64, gint64, OP_IMOD)
+
+gboolean
+nn_prepare_mod (OpCtx *c, GError **error)
+{
+  Value *a = op_in (c, 0), *b = op_in (c, 1);
+  gboolean fmod = nn_attr_int (c->node, "fmod", 0) != 0;
+  if (a->dtype != b->dtype || (a->dtype != SEDP_NN_FLOAT && a->dtype != SEDP_NN_INT64)) {
+    nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node,
+                   "inputs of types %s and %s: takes two float or two int64",
+                   sedp_nn_dtype_name (a->dtype), sedp_nn_dtype_name (b->dtype));
+    return FALSE;
+  }
+  if (a->dtype == SEDP_NN_FLOAT && !fmod) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "float inputs need fmod = 1, not 0");
+    return FALSE;
+  }
+  BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? fmod_float : fmod ? fmod_int64 : mod_int64;
+  return nn_prepare_broadcast (c, 2, fn, a->dtype, fmod ? "fmod" : "mod", error);
 }
 
 /* ---- Pow: a float base, a float, int64 or int32 exponent ---- */
@@ -253,6 +284,22 @@ nn_map_activation (const float *x, float *y, gint64 n, Activation act, float lea
     for (gint64 i = 0; i < n; i++)
       y[i] = ceilf (x[i]);
     break;
+  case ACT_SIGN: /* NaN stays NaN, ±0 gives 0 */
+    for (gint64 i = 0; i < n; i++)
+      y[i] = x[i] > 0.0f ? 1.0f : x[i] < 0.0f ? -1.0f : x[i] == 0.0f ? 0.0f : x[i];
+    break;
+  case ACT_SIN:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = sinf (x[i]);
+    break;
+  case ACT_COS:
+    for (gint64 i = 0; i < n; i++)
+      y[i] = cosf (x[i]);
+    break;
+  case ACT_ROUND: /* halves to even (the default rounding mode) */
+    for (gint64 i = 0; i < n; i++)
+      y[i] = nearbyintf (x[i]);
+    break;
   case ACT_NONE:
     if (x != y)
       memcpy (y, x, (gsize) n * sizeof (float));
@@ -300,7 +347,9 @@ static const struct {
   {"Sqrt", ACT_SQRT, FALSE},     {"Neg", ACT_NEG, TRUE},
   {"Abs", ACT_ABS, TRUE},        {"Reciprocal", ACT_RECIPROCAL, FALSE},
   {"Erf", ACT_ERF, FALSE},       {"Floor", ACT_FLOOR, FALSE},
-  {"Ceil", ACT_CEIL, FALSE},
+  {"Ceil", ACT_CEIL, FALSE},     {"Sign", ACT_SIGN, FALSE},
+  {"Sin", ACT_SIN, FALSE},       {"Cos", ACT_COS, FALSE},
+  {"Round", ACT_ROUND, FALSE},
 };
 
 gboolean
@@ -383,10 +432,16 @@ nn_prepare_clip (OpCtx *c, GError **error)
   return TRUE;
 }
 
-/* ---- Softmax ---- */
+/* ---- Softmax, LogSoftmax, Hardmax: along one axis (opset ≥ 13) or over the input coerced to
+ * 2-D at the axis (before 13) ---- */
 
+/* One lane: @n elements @stride apart in @x, written at the same places in @y. */
+typedef void (*LaneFn) (const float *x, float *y, gint64 n, gint64 stride);
+
+/* [outer, axis_len, inner]: a lane per (outer, inner) index (no pointers: g_free). */
 typedef struct {
   gint64 outer, axis_len, inner;
+  LaneFn lane;
 } SoftmaxParams;
 
 /* Softmax of @n contiguous values (the usual last axis): e^(x − max) vectorized (fast-math.h),
@@ -407,41 +462,93 @@ softmax_row (const float *x, float *y, gint64 n)
     y[k] *= inv;
 }
 
+static float
+lane_max (const float *x, gint64 n, gint64 stride)
+{
+  float m = -INFINITY;
+  for (gint64 k = 0; k < n; k++)
+    m = MAX (m, x[k * stride]);
+  return m;
+}
+
+static void
+softmax_lane (const float *x, float *y, gint64 n, gint64 stride)
+{
+  float m = lane_max (x, n, stride);
+  double sum = 0;
+  for (gint64 k = 0; k < n; k++) {
+    float e = expf (x[k * stride] - m);
+    y[k * stride] = e;
+    sum += e;
+  }
+  float inv = (float) (1.0 / sum);
+  for (gint64 k = 0; k < n; k++)
+    y[k * stride] *= inv;
+}
+
+/* x - m - log Σ exp(x - m), m the maximum. */
+static void
+log_softmax_lane (const float *x, float *y, gint64 n, gint64 stride)
+{
+  float m = lane_max (x, n, stride);
+  double sum = 0;
+  for (gint64 k = 0; k < n; k++)
+    sum += exp ((double) x[k * stride] - m);
+  double lse = m + log (sum);
+  for (gint64 k = 0; k < n; k++)
+    y[k * stride] = (float) (x[k * stride] - lse);
+}
+
+/* 1 at the first maximum, 0 elsewhere. */
+static void
+hardmax_lane (const float *x, float *y, gint64 n, gint64 stride)
+{
+  gint64 best = 0;
+  for (gint64 k = 0; k < n; k++) {
+    y[k * stride] = 0.0f;
+    if (x[k * stride] > x[best * stride])
+      best = k;
+  }
+  if (n > 0)
+    y[best * stride] = 1.0f;
+}
+
 static gboolean
 kernel_softmax (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const SoftmaxParams *p = s->params;
   const float *x = ptrs[s->in[0]];
   float *y = ptrs[s->out[0]];
-  if (p->inner == 1) {
+  if (p->inner == 1 && p->lane == softmax_lane) { /* the usual last axis, vectorized */
     for (gint64 o = 0; o < p->outer; o++)
       softmax_row (x + o * p->axis_len, y + o * p->axis_len, p->axis_len);
     return TRUE;
   }
   for (gint64 o = 0; o < p->outer; o++)
     for (gint64 i = 0; i < p->inner; i++) {
-      const float *px = x + o * p->axis_len * p->inner + i;
-      float *py = y + o * p->axis_len * p->inner + i;
-      float m = -INFINITY;
-      for (gint64 k = 0; k < p->axis_len; k++)
-        m = MAX (m, px[k * p->inner]);
-      double sum = 0;
-      for (gint64 k = 0; k < p->axis_len; k++) {
-        float e = expf (px[k * p->inner] - m);
-        py[k * p->inner] = e;
-        sum += e;
-      }
-      float inv = (float) (1.0 / sum);
-      for (gint64 k = 0; k < p->axis_len; k++)
-        py[k * p->inner] *= inv;
+      gint64 off = o * p->axis_len * p->inner + i;
+      p->lane (x + off, y + off, p->axis_len, p->inner);
     }
   return TRUE;
 }
+
+/* The operators of the family: the lane function, the kernel's name, FLOPs per element. */
+static const struct {
+  const char *op;
+  LaneFn lane;
+  const char *kernel;
+  double flops;
+} softmax_ops[] = {
+  {"Softmax", softmax_lane, "softmax", 3},
+  {"LogSoftmax", log_softmax_lane, "log_softmax", 3},
+  {"Hardmax", hardmax_lane, "hardmax", 1},
+};
 
 gboolean
 nn_prepare_softmax (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
+  guint row = NN_OP_ROW (c, softmax_ops);
   if (x == NULL || x->dtype != SEDP_NN_FLOAT || x->rank < 1) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "needs a float input of rank ≥ 1");
     return FALSE;
@@ -464,10 +571,11 @@ nn_prepare_softmax (OpCtx *c, GError **error)
     p->axis_len = nn_numel (x->rank - (int) axis, x->dims + axis);
     p->inner = 1;
   }
+  p->lane = softmax_ops[row].lane;
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_softmax;
-  c->step->kernel = "softmax";
-  c->step->flops = 3.0 * (double) x->numel;
+  c->step->kernel = softmax_ops[row].kernel;
+  c->step->flops = softmax_ops[row].flops * (double) x->numel;
   return TRUE;
 }
 
@@ -548,11 +656,12 @@ typedef struct {
   gint64 n;
 } CastParams;
 
-static double
-load_as_double (SedpNnDType t, gconstpointer p, gint64 i)
+double
+nn_load_double (SedpNnDType t, gconstpointer p, gint64 i)
 {
   switch (t) {
   case SEDP_NN_FLOAT: return ((const float *) p)[i];
+  case SEDP_NN_INT64: return (double) ((const gint64 *) p)[i];
   case SEDP_NN_DOUBLE: return ((const double *) p)[i];
   case SEDP_NN_INT32: return ((const gint32 *) p)[i];
   case SEDP_NN_INT8: return ((const gint8 *) p)[i];
@@ -567,7 +676,7 @@ load_as_int (SedpNnDType t, gconstpointer p, gint64 i)
 {
   if (t == SEDP_NN_INT64)
     return ((const gint64 *) p)[i];
-  double v = load_as_double (t, p, i);
+  double v = nn_load_double (t, p, i);
   return isfinite (v) ? (gint64) v : 0;
 }
 
@@ -580,17 +689,17 @@ kernel_cast (const Plan *plan, const Step *s, gpointer const *ptrs, GError **err
   for (gint64 i = 0; i < p->n; i++) {
     switch (p->to) {
     case SEDP_NN_FLOAT:
-      ((float *) y)[i] = p->from == SEDP_NN_INT64 ? (float) ((const gint64 *) x)[i] : (float) load_as_double (p->from, x, i);
+      ((float *) y)[i] = p->from == SEDP_NN_INT64 ? (float) ((const gint64 *) x)[i] : (float) nn_load_double (p->from, x, i);
       break;
     case SEDP_NN_DOUBLE:
-      ((double *) y)[i] = p->from == SEDP_NN_INT64 ? (double) ((const gint64 *) x)[i] : load_as_double (p->from, x, i);
+      ((double *) y)[i] = p->from == SEDP_NN_INT64 ? (double) ((const gint64 *) x)[i] : nn_load_double (p->from, x, i);
       break;
     case SEDP_NN_INT64: ((gint64 *) y)[i] = load_as_int (p->from, x, i); break;
     case SEDP_NN_INT32: ((gint32 *) y)[i] = (gint32) load_as_int (p->from, x, i); break;
     case SEDP_NN_INT8: ((gint8 *) y)[i] = (gint8) load_as_int (p->from, x, i); break;
     case SEDP_NN_UINT8: ((guint8 *) y)[i] = (guint8) load_as_int (p->from, x, i); break;
     case SEDP_NN_BOOL:
-      ((guint8 *) y)[i] = p->from == SEDP_NN_INT64 ? ((const gint64 *) x)[i] != 0 : load_as_double (p->from, x, i) != 0;
+      ((guint8 *) y)[i] = p->from == SEDP_NN_INT64 ? ((const gint64 *) x)[i] != 0 : nn_load_double (p->from, x, i) != 0;
       break;
     default: break;
     }
@@ -602,7 +711,9 @@ gboolean
 nn_prepare_cast (OpCtx *c, GError **error)
 {
   Value *x = op_in (c, 0);
-  SedpNnDType to = (SedpNnDType) nn_attr_int (c->node, "to", 0);
+  /* CastLike: to the second input's type. */
+  Value *like = strcmp (c->node->op_type, "CastLike") == 0 ? op_in (c, 1) : NULL;
+  SedpNnDType to = like ? like->dtype : (SedpNnDType) nn_attr_int (c->node, "to", 0);
   if (x == NULL || sedp_nn_dtype_size (to) == 0 || sedp_nn_dtype_size (x->dtype) == 0) {
     nn_node_error (error, SEDP_NN_ERROR_UNSUPPORTED, c->node, "cast from %s to %s",
                    x ? sedp_nn_dtype_name (x->dtype) : "nothing", sedp_nn_dtype_name (to));

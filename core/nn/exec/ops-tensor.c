@@ -1,7 +1,7 @@
 /* sedp — tensor operators: Concat, Gather (and the fused embedding bag), the views (Reshape,
  * Flatten, Squeeze, Unsqueeze, Identity), Transpose, Slice, Expand, the reductions (ReduceSum,
- * Mean, Max, Min, Prod, L2, SumSquare, LogSumExp), and the metadata operators folded at plan
- * time (Constant, Shape). */
+ * Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp), and the metadata operators folded
+ * at plan time (Constant, Shape, Size). */
 #include "ops.h"
 
 #include <math.h>
@@ -581,11 +581,12 @@ nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, 
   return TRUE;
 }
 
-/* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2,
- * ReduceSumSquare, ReduceLogSumExp ---- */
+/* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp ---- */
 
 typedef enum {
   RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L2, RED_SUM_SQUARE, RED_LOG_SUM_EXP,
+  RED_L1, RED_LOG_SUM,
 } ReduceOp;
 
 /* Each reduction: its kernel name, and the opset from which `axes` is an input. */
@@ -603,6 +604,8 @@ static const struct {
   {"ReduceL2", RED_L2, "reduce_l2", 18},
   {"ReduceSumSquare", RED_SUM_SQUARE, "reduce_sum_square", 18},
   {"ReduceLogSumExp", RED_LOG_SUM_EXP, "reduce_log_sum_exp", 18},
+  {"ReduceL1", RED_L1, "reduce_l1", 18},
+  {"ReduceLogSum", RED_LOG_SUM, "reduce_log_sum", 18},
 };
 
 /* A reduction's parameters (no pointers: freed with g_free). */
@@ -651,6 +654,10 @@ reduce_row (ReduceOp op, float *restrict py, const float *restrict px, gint64 n)
     for (gint64 i = 0; i < n; i++)
       py[i] += px[i] * px[i];
     break;
+  case RED_L1:
+    for (gint64 i = 0; i < n; i++)
+      py[i] += fabsf (px[i]);
+    break;
   default:
     for (gint64 i = 0; i < n; i++)
       py[i] += px[i];
@@ -681,6 +688,9 @@ reduce_finish (const ReduceParams *p, float *py, const float *px)
   else if (p->op == RED_L2)
     for (gint64 i = 0; i < p->inner; i++)
       py[i] = sqrtf (py[i]);
+  else if (p->op == RED_LOG_SUM)
+    for (gint64 i = 0; i < p->inner; i++)
+      py[i] = logf (py[i]);
   else if (p->op == RED_LOG_SUM_EXP)
     reduce_lse_finish (py, px, p->red, p->inner);
 }
@@ -713,9 +723,21 @@ reduce_combine (ReduceOp op, double a, double x)
   case RED_L2:
   case RED_SUM_SQUARE:
     return a + x * x;
+  case RED_L1:
+    return a + fabs (x);
   default:
     return a + x;
   }
+}
+
+/* An output from its accumulated value: Mean's division, L2's root, LogSum's logarithm. */
+static inline float
+reduce_final (const ReduceParams *p, double acc)
+{
+  return (float) (p->op == RED_MEAN      ? acc / p->divisor
+                  : p->op == RED_L2      ? sqrt (acc)
+                  : p->op == RED_LOG_SUM ? log (acc)
+                                         : acc);
 }
 
 /* The general float case, accumulated in double. */
@@ -738,7 +760,23 @@ reduce_general (const ReduceParams *p, const float *x, float *y)
       acc[i] = isfinite (acc[i]) ? acc[i] + log (sum[i]) : acc[i];
   }
   for (gint64 i = 0; i < p->out_numel; i++)
-    y[i] = (float) (p->op == RED_MEAN ? acc[i] / p->divisor : p->op == RED_L2 ? sqrt (acc[i]) : acc[i]);
+    y[i] = reduce_final (p, acc[i]);
+}
+
+/* One lane of @n contiguous elements (the reduced axes last), accumulated in double: a long sum
+ * of terms of both signs keeps its precision, as ONNX Runtime's. */
+static float
+reduce_lane (const ReduceParams *p, const float *x, gint64 n)
+{
+  double acc = reduce_identity (p->op), sum = 0;
+  for (gint64 i = 0; i < n; i++)
+    acc = reduce_combine (p->op, acc, x[i]);
+  if (p->op == RED_LOG_SUM_EXP && isfinite (acc)) {
+    for (gint64 i = 0; i < n; i++)
+      sum += exp (x[i] - acc);
+    acc += log (sum);
+  }
+  return reduce_final (p, acc);
 }
 
 /* int64 ReduceMax/Min; over nothing, the type's minimum (Max) or maximum (Min). */
@@ -765,6 +803,11 @@ kernel_reduce (const Plan *plan, const Step *s, gpointer const *ptrs, GError **e
   float *y = ptrs[s->out[0]];
   if (p->general) {
     reduce_general (p, x, y);
+    return TRUE;
+  }
+  if (p->inner == 1) {
+    for (gint64 o = 0; o < p->outer; o++)
+      y[o] = reduce_lane (p, x + o * p->red, p->red);
     return TRUE;
   }
   float id = (float) reduce_identity (p->op);
@@ -937,5 +980,15 @@ nn_prepare_shape_op (OpCtx *c, GError **error)
   for (gint64 i = 0; i < n; i++)
     d[i] = x->dims[start + i];
   set_const (c, op_out (c, 0), SEDP_NN_INT64, 1, &n, d, TRUE);
+  return TRUE;
+}
+
+/* Size: the number of elements, an int64 scalar (shapes are fixed in a plan). */
+gboolean
+nn_prepare_size (OpCtx *c, GError **error)
+{
+  gint64 *d = g_new (gint64, 1);
+  *d = op_in (c, 0)->numel;
+  set_const (c, op_out (c, 0), SEDP_NN_INT64, 0, NULL, d, TRUE);
   return TRUE;
 }

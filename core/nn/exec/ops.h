@@ -5,6 +5,13 @@
 
 gboolean nn_prepare_gemm (OpCtx *c, GError **error);
 gboolean nn_prepare_matmul (OpCtx *c, GError **error);
+/* MatMul's step for the node's two float inputs read as shapes (@a_rank, @a_dims) and
+ * (@b_rank, @b_dims) (views of their bytes: the same element counts), B's last two axes swapped
+ * when @trans_b (B stored [..., N, K]); the output's shape is the product's (ops-gemm.c). */
+gboolean nn_prepare_matmul_as (OpCtx *c, int a_rank, const gint64 *a_dims, int b_rank,
+                               const gint64 *b_dims, gboolean trans_b, GError **error);
+/* Einsum, the forms exports write, lowered to MatMul's kernels (ops-einsum.c). */
+gboolean nn_prepare_einsum (OpCtx *c, GError **error);
 gboolean nn_prepare_binary (OpCtx *c, GError **error);
 gboolean nn_prepare_unary (OpCtx *c, GError **error);
 gboolean nn_prepare_clip (OpCtx *c, GError **error);
@@ -39,6 +46,24 @@ gboolean nn_prepare_split (OpCtx *c, GError **error);
 gboolean nn_prepare_tile (OpCtx *c, GError **error);
 gboolean nn_prepare_constant_of_shape (OpCtx *c, GError **error);
 gboolean nn_prepare_range (OpCtx *c, GError **error);
+/* PRelu and the activations with attributes (ops-act.c); Mod (ops-math.c); IsNaN and IsInf
+ * (ops-logic.c); Size (ops-tensor.c). */
+gboolean nn_prepare_prelu (OpCtx *c, GError **error);
+gboolean nn_prepare_param_act (OpCtx *c, GError **error);
+gboolean nn_prepare_mod (OpCtx *c, GError **error);
+gboolean nn_prepare_is (OpCtx *c, GError **error);
+gboolean nn_prepare_size (OpCtx *c, GError **error);
+/* ops-index.c */
+gboolean nn_prepare_argmax (OpCtx *c, GError **error);
+gboolean nn_prepare_topk (OpCtx *c, GError **error);
+gboolean nn_prepare_cumsum (OpCtx *c, GError **error);
+gboolean nn_prepare_gather_elements (OpCtx *c, GError **error);
+gboolean nn_prepare_onehot (OpCtx *c, GError **error);
+gboolean nn_prepare_trilu (OpCtx *c, GError **error);
+
+/* Element @i of an array of numeric type @t (float, double, int64, int32, int8, uint8, bool) as
+ * a double (ops-math.c). */
+double nn_load_double (SedpNnDType t, gconstpointer p, gint64 i);
 
 /* An axis counted from the end when negative (not checked against the rank). */
 static inline gint64

@@ -199,6 +199,10 @@ typedef enum {
   ACT_ERF,
   ACT_FLOOR,
   ACT_CEIL,
+  ACT_SIGN,
+  ACT_SIN,
+  ACT_COS,
+  ACT_ROUND,
 } Activation;
 
 /* Y[M,N] = act(alpha * op(A) op(B) + bias) where bias (nullable) broadcasts to [M,N]. */
