@@ -79,3 +79,12 @@ void synth_add_output(SynthBuilder *b, SedpNnNode *producer, const char *name);
 const char *synth_sigmoid_output(SynthBuilder *b, const char *x, const char *name);
 /* [dense, pooled embeddings…] */
 GPtrArray *synth_dense_and_embeddings(SynthBuilder *b, const char *dense, Pool pool);
+
+/* The sequence models (synth-seq.c): din, dien, bst. */
+gboolean synth_seq_is_seq(const char *arch);
+/* The sequence options of a preset (all architectures), and the sizes of din, dien and bst. */
+void synth_seq_options_init(SedpNnSynthOptions *o, gboolean realistic, const char *arch);
+gboolean synth_seq_check_options(const SedpNnSynthOptions *o, const char *arch, GError **error);
+void synth_build_din(SynthBuilder *b);
+void synth_build_dien(SynthBuilder *b);
+void synth_build_bst(SynthBuilder *b);

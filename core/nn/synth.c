@@ -13,7 +13,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *const archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe", NULL};
+static const char *const archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe",
+                                    "din", "dien", "bst", NULL};
 
 const char *const *
 sedp_nn_synth_archs (void)
@@ -49,6 +50,7 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
     o->experts = 3;
     set_layers (&o->n_expert_hidden, o->expert_hidden, 2, 32, 16);
     o->tower = 8;
+    synth_seq_options_init (o, FALSE, arch);
     return TRUE;
   }
   if (strcmp (preset, "realistic") == 0) {
@@ -63,6 +65,7 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
     o->experts = 4;
     set_layers (&o->n_expert_hidden, o->expert_hidden, 2, 256, 128);
     o->tower = 64;
+    synth_seq_options_init (o, TRUE, arch);
     return TRUE;
   }
   return FALSE;
@@ -335,8 +338,11 @@ check_options (const SedpNnSynthOptions *o, const char *arch, GError **error)
     RANGE (tower, 1, 65536);
   }
 #undef RANGE
+  if (!synth_seq_check_options (o, arch, error))
+    return FALSE;
   /* Embedding tables: keep the file addressable and the run reasonable. */
-  guint64 bytes = (guint64) o->slots * o->rows * (o->dim + 1) * sizeof (float);
+  guint64 bytes = (guint64) (o->slots + synth_seq_is_seq (arch)) * o->rows * (o->dim + 1) *
+                  sizeof (float);
   if (bytes > (G_GUINT64_CONSTANT (1) << 31)) {
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,
                  "synth: embedding tables of %" G_GUINT64_FORMAT " MiB exceed the 2 GiB limit of "
@@ -367,6 +373,12 @@ sedp_nn_synth (const char *arch, guint64 seed, const SedpNnSynthOptions *opts, G
     build = build_deepfm;
   else if (strcmp (arch, "mmoe") == 0)
     build = build_mmoe;
+  else if (strcmp (arch, "din") == 0)
+    build = synth_build_din;
+  else if (strcmp (arch, "dien") == 0)
+    build = synth_build_dien;
+  else if (strcmp (arch, "bst") == 0)
+    build = synth_build_bst;
   if (build == NULL) {
     g_autofree char *list = g_strjoinv (", ", (char **) archs);
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,
