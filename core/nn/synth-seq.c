@@ -78,7 +78,12 @@ synth_seq_check_options (const SedpNnSynthOptions *o, const char *arch, GError *
   } else {
     RANGE (n_att_hidden, 1, SEDP_NN_SYNTH_MAX_LAYERS);
     for (guint k = 0; k < o->n_att_hidden; k++)
-      RANGE (att_hidden[k], 1, 65536);
+      if (o->att_hidden[k] < 1 || o->att_hidden[k] > 65536) {
+        g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,
+                     "synth: att_hidden[%u] must be between 1 and 65536 (got %u)", k,
+                     o->att_hidden[k]);
+        return FALSE;
+      }
   }
 #undef RANGE
   return TRUE;
