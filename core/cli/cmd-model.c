@@ -545,13 +545,13 @@ static int
 cmd_synth (int argc, char **argv)
 {
   g_autofree char *arch = NULL, *seed_text = NULL, *preset = NULL, *out = NULL;
-  g_autofree char *hidden = NULL, *bottom = NULL, *expert_hidden = NULL;
+  g_autofree char *hidden = NULL, *bottom = NULL, *expert_hidden = NULL, *att_hidden = NULL;
   int slots = -1, dim = -1, rows = -1, ids = -1, dense = -1, cross = -1, experts = -1;
-  int tower = -1, opset = -1;
+  int tower = -1, opset = -1, seq_len = -1, heads = -1, ffn = -1;
   int crosses = -1, cross_rank = -1, levels = -1, task_experts = -1, shared_experts = -1;
   const GOptionEntry entries[] = {
-    {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm or ple",
-     "ARCH"},
+    {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch,
+     "mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien or bst", "ARCH"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text, "Seed of the weights (default 1)", "S"},
     {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "small (default) or realistic", "PRESET"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "The ONNX file to write", "FILE.onnx"},
@@ -578,6 +578,12 @@ cmd_synth (int argc, char **argv)
      "K"},
     {"shared-experts", 0, 0, G_OPTION_ARG_INT, &shared_experts, "ple: shared experts per level",
      "K"},
+    {"seq-len", 0, 0, G_OPTION_ARG_INT, &seq_len,
+     "din, dien, bst: length of the behaviour sequence 'hist'", "L"},
+    {"att-hidden", 0, 0, G_OPTION_ARG_STRING, &att_hidden,
+     "din, dien: attention (activation unit) MLP sizes, e.g. 80,40", "SIZES"},
+    {"heads", 0, 0, G_OPTION_ARG_INT, &heads, "bst: attention heads (dividing --dim)", "H"},
+    {"ffn", 0, 0, G_OPTION_ARG_INT, &ffn, "bst: feed-forward hidden size", "N"},
     {"opset", 0, 0, G_OPTION_ARG_INT, &opset, "ONNX opset, 11 to 21 (default 17)", "V"},
     G_OPTION_ENTRY_NULL,
   };
@@ -585,7 +591,9 @@ cmd_synth (int argc, char **argv)
                        "Writes a synthetic recommendation model as a complete ONNX graph shaped "
                        "like a PyTorch export: inputs 'dense' float [batch, N] and 'slot_K' "
                        "int64 [batch, L]; embedding tables 'emb_K' as Gather initializers with "
-                       "sum or mean pooling; then the dense part of ARCH. Weights are drawn from "
+                       "sum or mean pooling; then the dense part of ARCH (din, dien and bst also "
+                       "read 'item' int64 [batch, 1] and 'hist' int64 [batch, seq_len], 0 = "
+                       "padding, both indexing 'emb_item'). Weights are drawn from "
                        "SEED: the same arguments write the same file.",
                        entries, &argc, &argv))
     return 2;
@@ -594,7 +602,7 @@ cmd_synth (int argc, char **argv)
     return 2;
   }
   if (arch == NULL) {
-    sedp_cli_error ("model synth", "missing --arch (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm or ple)");
+    sedp_cli_error ("model synth", "missing --arch (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien or bst)");
     return 2;
   }
   if (!g_strv_contains (sedp_nn_synth_archs (), arch)) {
@@ -641,6 +649,9 @@ cmd_synth (int argc, char **argv)
   SET (levels, levels, "levels");
   SET (task_experts, task_experts, "task-experts");
   SET (shared_experts, shared_experts, "shared-experts");
+  SET (seq_len, seq_len, "seq-len");
+  SET (heads, heads, "heads");
+  SET (ffn, ffn, "ffn");
 #undef SET
   if (opset != -1)
     o.opset = opset;
@@ -650,6 +661,9 @@ cmd_synth (int argc, char **argv)
     return 2;
   if (expert_hidden &&
       !parse_layers ("expert-hidden", expert_hidden, &o.n_expert_hidden, o.expert_hidden, FALSE))
+    return 2;
+  if (att_hidden &&
+      !parse_layers ("att-hidden", att_hidden, &o.n_att_hidden, o.att_hidden, FALSE))
     return 2;
 
   g_autoptr (GError) error = NULL;
@@ -694,7 +708,7 @@ static const SedpCliCommand subs[] = {
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
   {"ops", cmd_ops, "List the operators the engine runs (default domain)"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
-  {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe, wdl, …)"},
+  {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien, bst)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},
 };
 

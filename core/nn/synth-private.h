@@ -86,3 +86,11 @@ void synth_build_dcnv2(SynthBuilder *b);
 void synth_build_dssm(SynthBuilder *b);
 void synth_build_esmm(SynthBuilder *b);
 void synth_build_ple(SynthBuilder *b);
+/* The sequence models (synth-seq.c): din, dien, bst. */
+gboolean synth_seq_is_seq(const char *arch);
+/* The sequence options of a preset (all architectures), and the sizes of din, dien and bst. */
+void synth_seq_options_init(SedpNnSynthOptions *o, gboolean realistic, const char *arch);
+gboolean synth_seq_check_options(const SedpNnSynthOptions *o, const char *arch, GError **error);
+void synth_build_din(SynthBuilder *b);
+void synth_build_dien(SynthBuilder *b);
+void synth_build_bst(SynthBuilder *b);

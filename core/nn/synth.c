@@ -14,7 +14,8 @@
 #include <string.h>
 
 static const char *const archs[] = {"mlp", "dlrm", "dcn", "deepfm", "mmoe",
-                                    "wdl", "dcnv2", "dssm", "esmm", "ple", NULL};
+                                    "wdl", "dcnv2", "dssm", "esmm", "ple", "din", "dien", "bst",
+                                    NULL};
 
 const char *const *
 sedp_nn_synth_archs (void)
@@ -55,6 +56,7 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
     o->levels = 2;
     o->task_experts = 2;
     o->shared_experts = 2;
+    synth_seq_options_init (o, FALSE, arch);
     return TRUE;
   }
   if (strcmp (preset, "realistic") == 0) {
@@ -78,6 +80,7 @@ sedp_nn_synth_options_init (SedpNnSynthOptions *o, const char *preset, const cha
       set_layers (&o->n_hidden, o->hidden, 3, 1024, 512, 256);
     if (g_strcmp0 (arch, "esmm") == 0) /* the ESMM paper's towers */
       set_layers (&o->n_hidden, o->hidden, 3, 360, 200, 80);
+    synth_seq_options_init (o, TRUE, arch);
     return TRUE;
   }
   return FALSE;
@@ -362,8 +365,11 @@ check_options (const SedpNnSynthOptions *o, const char *arch, GError **error)
     RANGE (tower, 1, 65536);
   }
 #undef RANGE
+  if (!synth_seq_check_options (o, arch, error))
+    return FALSE;
   /* Embedding tables: keep the file addressable and the run reasonable. */
-  guint64 bytes = (guint64) o->slots * o->rows * (o->dim + 1) * sizeof (float);
+  guint64 bytes = (guint64) (o->slots + synth_seq_is_seq (arch)) * o->rows * (o->dim + 1) *
+                  sizeof (float);
   if (strcmp (arch, "wdl") == 0)
     bytes += (guint64) o->crosses * o->rows * sizeof (float);
   if (bytes > (G_GUINT64_CONSTANT (1) << 31)) {
@@ -406,6 +412,12 @@ sedp_nn_synth (const char *arch, guint64 seed, const SedpNnSynthOptions *opts, G
     build = synth_build_esmm;
   else if (strcmp (arch, "ple") == 0)
     build = synth_build_ple;
+  else if (strcmp (arch, "din") == 0)
+    build = synth_build_din;
+  else if (strcmp (arch, "dien") == 0)
+    build = synth_build_dien;
+  else if (strcmp (arch, "bst") == 0)
+    build = synth_build_bst;
   if (build == NULL) {
     g_autofree char *list = g_strjoinv (", ", (char **) archs);
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INVALID,

@@ -39,18 +39,27 @@ typedef struct {
   guint levels;         /* ple: extraction levels */
   guint task_experts;   /* ple: experts per task and level (expert_hidden are their sizes) */
   guint shared_experts; /* ple: shared experts per level */
+  /* din, dien, bst (synth-seq.c) */
+  guint seq_len;        /* din, dien, bst: length of the behaviour sequence `hist` */
+  guint n_att_hidden;   /* din, dien: hidden sizes of the attention (activation unit) MLP */
+  guint att_hidden[SEDP_NN_SYNTH_MAX_LAYERS];
+  guint heads;          /* bst: attention heads (must divide dim) */
+  guint ffn;            /* bst: hidden size of the transformer's feed-forward layer */
   gint64 opset;         /* 11 … 21; 17 by default */
 } SedpNnSynthOptions;
 
 /* The architectures: "mlp", "dlrm", "dcn", "deepfm", "mmoe", "wdl", "dcnv2", "dssm", "esmm",
- * "ple"; NULL-terminated. */
+ * "ple", "din", "dien", "bst"; NULL-terminated. The sequence models (din, dien, bst) also read
+ * `item` int64 [batch, 1] and `hist` int64 [batch, seq_len] (0 = padding), both indexing
+ * `emb_item` [rows, dim]. */
 SEDP_API const char *const *sedp_nn_synth_archs (void);
 
 /* Fills @opts with a preset: "small" (fast tests: a few slots, dim 8, 100 rows, hidden 32-16) or
  * "realistic" (26 slots, dim 32, 10000 rows, 13 dense, hidden 512-256-128; mmoe 4 experts
  * 256-128; wdl 8 crosses; dcnv2 rank 64; ple 2 levels of 2 + 2 + 2 experts 256-128). @arch may
  * be NULL; some presets differ per architecture (realistic wdl: hidden 1024-512-256; esmm:
- * 360-200-80). FALSE for an unknown preset. */
+ * 360-200-80; din, dien and bst: 2 or 4 slots, seq_len 10 or 50 (bst 20), the MLPs of their
+ * papers). FALSE for an unknown preset. */
 SEDP_API gboolean sedp_nn_synth_options_init (SedpNnSynthOptions *opts, const char *preset,
                                               const char *arch);
 

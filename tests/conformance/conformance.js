@@ -25,7 +25,37 @@ const { ortRun } = require(path.join(toolsDir, 'ort-run'));
 const { compareOutputs, describe, RTOL, ATOL, ATOL_INTERMEDIATE } = require(path.join(toolsDir, 'compare'));
 const { exposeIntermediates } = require(path.join(toolsDir, 'expose'));
 
-const ARCHS = ['mlp', 'dlrm', 'dcn', 'deepfm', 'mmoe', 'wdl', 'dcnv2', 'dssm', 'esmm', 'ple'];
+const ARCHS = ['mlp', 'dlrm', 'dcn', 'deepfm', 'mmoe', 'wdl', 'dcnv2', 'dssm', 'esmm', 'ple', 'din', 'dien', 'bst'];
+
+// The sequence models' inputs (docs/models.md#synth): `item` [batch, 1] and `hist`
+// [batch, seq_len] index one table, emb_item; `hist` is right-padded with 0. make-inputs.js
+// draws ids uniformly over the table's rows (it follows each id input to its Gather), so 0 is
+// rare: here the ids of `hist` are made non-zero and some rows get a padded tail, the same rows
+// for every seed: row r keeps 1 + 7r mod L ids, all L when r mod 3 = 2, none when r mod 12 = 4
+// (a user without history). Checks that the ids lie within the table and that some rows are
+// padded (batches above 1). Throws on a violation.
+function seqInputs(model, inputs) {
+  const hist = inputs.find((t) => t.name === 'hist'), item = inputs.find((t) => t.name === 'item');
+  if (!hist && !item) return;
+  const table = model.graph.initializers.get('emb_item');
+  if (!hist || !item || !table) throw new Error('a sequence model needs inputs hist and item and the table emb_item');
+  const rows = table.dims[0];
+  for (const t of [hist, item])
+    for (const v of t.data)
+      if (v < 0n || v >= BigInt(rows)) throw new Error(`input ${t.name}: id ${v} outside emb_item's ${rows} rows`);
+  const [b, L] = hist.dims;
+  let padded = 0;
+  for (let r = 0; r < b; r++) {
+    const len = r % 3 === 2 ? L : r % 12 === 4 ? 0 : 1 + (7 * r) % L;
+    for (let j = 0; j < L; j++) {
+      const k = r * L + j;
+      if (j >= len) hist.data[k] = 0n;
+      else if (hist.data[k] === 0n) hist.data[k] = 1n;
+    }
+    if (len < L) padded++;
+  }
+  if (b > 1 && padded === 0) throw new Error('no row of hist is padded: the mask is not exercised');
+}
 const usage = 'usage: conformance.js --sedp SEDP [--work DIR] [--keep] [--quick] [--valgrind SUPP] ' +
               '[--arch A …] [--batch N …] [--seed S …] [--model FILE.onnx …]';
 
@@ -174,6 +204,7 @@ async function main() {
       let inputs;
       try {
         inputs = await makeInputs(file, { batch, seed: cs.seed * 1000 + batch, model, session: variants[0].session });
+        seqInputs(model, inputs);
         c.writeTensorDir(inDir, 'input', inputs);
       } catch (e) {
         nCases += 2;

@@ -228,6 +228,131 @@ test_synth_shape (void)
   }
 }
 
+static gboolean
+is_seq (const char *arch)
+{
+  return strcmp (arch, "din") == 0 || strcmp (arch, "dien") == 0 || strcmp (arch, "bst") == 0;
+}
+
+/* The sequence models: the input contract (item, hist, emb_item with a zero row 0, the mask
+ * computed from hist), the operators of each, older opsets, the same bytes for the same seed. */
+static void
+test_synth_seq_shape (void)
+{
+  static const struct {
+    const char *arch;
+    const char *ops[14];
+  } cases[] = {
+    {"din", {"Expand", "Sub", "Mul", "Concat", "MatMul", "Sigmoid", "Transpose", "Where",
+             "Softmax", "Squeeze", "Gemm", "Relu"}},
+    {"dien", {"GRU", "Not", "Cast", "ReduceSum", "Transpose", "Squeeze", "Expand", "Where",
+              "Softmax", "Mul", "Gemm"}},
+    {"bst", {"LayerNormalization", "ConstantOfShape", "Reshape", "Transpose", "Div", "Where",
+             "Softmax", "LeakyRelu", "Flatten", "MatMul", "Gemm"}},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
+    const char *arch = cases[c].arch;
+    SedpNnSynthOptions o;
+    CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", arch));
+    CU_ASSERT_EQUAL (o.slots, 2);
+    CU_ASSERT_EQUAL (o.dim, 8);
+    CU_ASSERT_EQUAL (o.seq_len, 10);
+    CU_ASSERT_EQUAL (o.rows, 100);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (arch, 1, &o, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+    CU_ASSERT_EQUAL_FATAL (m->n_inputs, 1 + o.slots + 2);
+    CU_ASSERT_STRING_EQUAL (m->inputs[0].name, "dense");
+    const SedpNnValueInfo *item = &m->inputs[1 + o.slots], *hist = &m->inputs[2 + o.slots];
+    CU_ASSERT_STRING_EQUAL (item->name, "item");
+    CU_ASSERT_EQUAL (item->dtype, SEDP_NN_INT64);
+    CU_ASSERT_EQUAL (item->rank, 2);
+    CU_ASSERT_EQUAL (item->dims[0], -1);
+    CU_ASSERT_STRING_EQUAL (item->dim_params[0], "batch");
+    CU_ASSERT_EQUAL (item->dims[1], 1);
+    CU_ASSERT_STRING_EQUAL (hist->name, "hist");
+    CU_ASSERT_EQUAL (hist->dtype, SEDP_NN_INT64);
+    CU_ASSERT_EQUAL (hist->dims[0], -1);
+    CU_ASSERT_EQUAL (hist->dims[1], o.seq_len);
+    CU_ASSERT_EQUAL_FATAL (m->n_outputs, 1);
+    CU_ASSERT_STRING_EQUAL (m->outputs[0].name, "prob");
+    /* One item table, row 0 zero, others not. */
+    const SedpNnTensor *t = sedp_nn_model_get_initializer (m, "emb_item");
+    CU_ASSERT_PTR_NOT_NULL_FATAL (t);
+    CU_ASSERT_EQUAL (t->dims[0], o.rows);
+    CU_ASSERT_EQUAL (t->dims[1], o.dim);
+    const float *d = t->data;
+    gboolean row0_zero = TRUE, row1_zero = TRUE;
+    for (guint k = 0; k < o.dim; k++) {
+      row0_zero = row0_zero && d[k] == 0.0f;
+      row1_zero = row1_zero && d[o.dim + k] == 0.0f;
+    }
+    CU_ASSERT (row0_zero);
+    CU_ASSERT_FALSE (row1_zero);
+    /* item and hist are read by Gathers of emb_item, hist also by Equal(hist, 0). */
+    guint gathers = 0, masks = 0;
+    for (guint i = 0; i < m->n_nodes; i++) {
+      const SedpNnNode *n = &m->nodes[i];
+      if (strcmp (n->op_type, "Gather") == 0 && strcmp (n->inputs[0], "emb_item") == 0 &&
+          (strcmp (n->inputs[1], "item") == 0 || strcmp (n->inputs[1], "hist") == 0))
+        gathers++;
+      if (strcmp (n->op_type, "Equal") == 0 && strcmp (n->inputs[0], "hist") == 0)
+        masks++;
+      if (strcmp (n->op_type, "GRU") == 0) {
+        CU_ASSERT_EQUAL (n->n_inputs, 5); /* with sequence_lens */
+        CU_ASSERT_EQUAL (n->n_outputs, 2);
+        const SedpNnAttr *lbr = sedp_nn_node_attr (n, "linear_before_reset");
+        CU_ASSERT (lbr && lbr->i == 1);
+      }
+    }
+    CU_ASSERT_EQUAL (gathers, 2);
+    CU_ASSERT_EQUAL (masks, 1);
+    for (guint k = 0; cases[c].ops[k]; k++) {
+      gboolean found = FALSE;
+      for (guint i = 0; i < m->n_nodes && !found; i++)
+        found = strcmp (m->nodes[i].op_type, cases[c].ops[k]) == 0;
+      if (!found)
+        fprintf (stderr, "\n  %s has no %s\n", arch, cases[c].ops[k]);
+      CU_ASSERT (found);
+    }
+    CU_ASSERT (sedp_nn_model_check (m, &error));
+
+    /* The same bytes for the same (arch, seed); another seed, other weights. */
+    g_autofree char *n1 = g_strdup_printf ("seq-%s-a.onnx", arch);
+    g_autofree char *n2 = g_strdup_printf ("seq-%s-b.onnx", arch);
+    g_autofree char *n3 = g_strdup_printf ("seq-%s-c.onnx", arch);
+    g_autofree char *p1 = tmp_path (n1), *p2 = tmp_path (n2), *p3 = tmp_path (n3);
+    g_autoptr (SedpNnModel) a2 = sedp_nn_synth (arch, 1, &o, &error);
+    g_autoptr (SedpNnModel) a3 = sedp_nn_synth (arch, 2, &o, &error);
+    CU_ASSERT_FATAL (sedp_nn_model_save (m, p1, &error));
+    CU_ASSERT_FATAL (sedp_nn_model_save (a2, p2, &error));
+    CU_ASSERT_FATAL (sedp_nn_model_save (a3, p3, &error));
+    gsize s1, s2, s3;
+    g_autofree guint8 *b1 = read_file (p1, &s1);
+    g_autofree guint8 *b2 = read_file (p2, &s2);
+    g_autofree guint8 *b3 = read_file (p3, &s3);
+    CU_ASSERT (s1 == s2 && memcmp (b1, b2, s1) == 0);
+    CU_ASSERT (s1 == s3 && memcmp (b1, b3, s1) != 0);
+
+    /* Older opsets: bst's LayerNorm as the exporter decomposes it; every one still checks. */
+    static const gint64 opsets[] = {11, 13, 16, 18};
+    for (guint i = 0; i < G_N_ELEMENTS (opsets); i++) {
+      o.opset = opsets[i];
+      g_autoptr (SedpNnModel) mo = sedp_nn_synth (arch, 1, &o, &error);
+      CU_ASSERT_PTR_NOT_NULL_FATAL (mo);
+      gboolean ln = FALSE;
+      for (guint k = 0; k < mo->n_nodes; k++)
+        ln = ln || strcmp (mo->nodes[k].op_type, "LayerNormalization") == 0;
+      CU_ASSERT_EQUAL (ln, strcmp (arch, "bst") == 0 && opsets[i] >= 17);
+      if (!sedp_nn_model_check (mo, &error)) {
+        fprintf (stderr, "\n  %s opset %d: %s\n", arch, (int) opsets[i], error->message);
+        CU_FAIL ("check");
+        g_clear_error (&error);
+      }
+    }
+  }
+}
+
 static void
 test_synth_deterministic (void)
 {
@@ -303,10 +428,12 @@ test_synth_options (void)
   o.n_hidden = 1;
   o.hidden[0] = 6;
   o.experts = 2;
+  o.heads = 1; /* bst: heads must divide dim */
   for (const char *const *arch = sedp_nn_synth_archs (); *arch; arch++) {
     g_autoptr (SedpNnModel) m = sedp_nn_synth (*arch, 3, &o, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL (m);
-    CU_ASSERT_EQUAL (m->n_inputs, 4 + (strcmp (*arch, "wdl") == 0 ? o.crosses : 0));
+    CU_ASSERT_EQUAL (m->n_inputs, 4 + (strcmp (*arch, "wdl") == 0 ? o.crosses : 0) +
+                                    (is_seq (*arch) ? 2 : 0)); /* + item, hist */
     const SedpNnTensor *t = sedp_nn_model_get_initializer (m, "emb_2");
     CU_ASSERT_PTR_NOT_NULL_FATAL (t);
     CU_ASSERT_EQUAL (t->dims[0], 17);
@@ -314,6 +441,67 @@ test_synth_options (void)
     CU_ASSERT_PTR_NULL (sedp_nn_model_get_initializer (m, "emb_3"));
     CU_ASSERT (sedp_nn_model_check (m, NULL));
   }
+}
+
+/* din, dien and bst refuse sizes they cannot build, naming the option. */
+static void
+test_synth_seq_options (void)
+{
+  static const char *const seq[] = {"din", "dien", "bst"};
+  for (guint a = 0; a < G_N_ELEMENTS (seq); a++) {
+    SedpNnSynthOptions o;
+    g_autoptr (GError) error = NULL;
+    CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "small", seq[a]));
+    o.seq_len = 0;
+    CU_ASSERT_PTR_NULL (sedp_nn_synth (seq[a], 1, &o, &error));
+    SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "seq_len must be between 1 and");
+    g_clear_error (&error);
+    sedp_nn_synth_options_init (&o, "small", seq[a]);
+    o.seq_len = 5000;
+    CU_ASSERT_PTR_NULL (sedp_nn_synth (seq[a], 1, &o, &error));
+    SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "seq_len");
+    g_clear_error (&error);
+    sedp_nn_synth_options_init (&o, "small", seq[a]);
+    o.rows = 100000000;
+    o.dim = 1024;
+    CU_ASSERT_PTR_NULL (sedp_nn_synth (seq[a], 1, &o, &error));
+    SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "2 GiB");
+    g_clear_error (&error);
+  }
+  SedpNnSynthOptions o;
+  g_autoptr (GError) error = NULL;
+  sedp_nn_synth_options_init (&o, "small", "bst");
+  o.heads = 3; /* dim 8 */
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("bst", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "heads (3) must divide dim (8)");
+  g_clear_error (&error);
+  o.heads = 0;
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("bst", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "heads must be between 1 and");
+  g_clear_error (&error);
+  sedp_nn_synth_options_init (&o, "small", "bst");
+  o.ffn = 0;
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("bst", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "ffn must be between 1 and");
+  g_clear_error (&error);
+  /* heads and ffn do not matter to din. */
+  sedp_nn_synth_options_init (&o, "small", "din");
+  o.heads = 3;
+  o.ffn = 0;
+  {
+    g_autoptr (SedpNnModel) m = sedp_nn_synth ("din", 1, &o, &error);
+    CU_ASSERT_PTR_NOT_NULL (m);
+  }
+  sedp_nn_synth_options_init (&o, "small", "din");
+  o.n_att_hidden = 0;
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("din", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "n_att_hidden must be between 1 and");
+  g_clear_error (&error);
+  sedp_nn_synth_options_init (&o, "small", "dien");
+  o.att_hidden[1] = 0;
+  CU_ASSERT_PTR_NULL (sedp_nn_synth ("dien", 1, &o, &error));
+  SEDP_ASSERT_ERROR (error, SEDP_NN_ERROR, "att_hidden[1] must be between 1 and 65536 (got 0)");
+  g_clear_error (&error);
 }
 
 /* The realistic preset: sizes as documented and files under 50 MB. Built in memory only. */
@@ -332,6 +520,8 @@ test_synth_realistic (void)
   CU_ASSERT_EQUAL (o.experts, 4);
   for (const char *const *arch = sedp_nn_synth_archs (); *arch; arch++) {
     g_autoptr (GError) error = NULL;
+    if (is_seq (*arch))
+      continue;
     g_autoptr (SedpNnModel) m = sedp_nn_synth (*arch, 1, &o, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL (m);
     gsize bytes = 0;
@@ -340,6 +530,36 @@ test_synth_realistic (void)
     CU_ASSERT (bytes < 50u * 1000 * 1000);
     CU_ASSERT (bytes > 30u * 1000 * 1000);
     CU_ASSERT_EQUAL (m->n_inputs, 27 + (strcmp (*arch, "wdl") == 0 ? o.crosses : 0));
+  }
+  /* The sequence models: 4 user slots, the sizes of their papers. */
+  static const struct {
+    const char *arch;
+    guint seq_len, n_hidden, hidden0;
+    gsize min_mb, max_mb;
+  } seq[] = {{"din", 50, 2, 200, 6, 8}, {"dien", 50, 2, 200, 6, 8}, {"bst", 20, 3, 1024, 11, 14}};
+  for (guint a = 0; a < G_N_ELEMENTS (seq); a++) {
+    g_autoptr (GError) error = NULL;
+    CU_ASSERT_FATAL (sedp_nn_synth_options_init (&o, "realistic", seq[a].arch));
+    CU_ASSERT_EQUAL (o.slots, 4);
+    CU_ASSERT_EQUAL (o.dim, 32);
+    CU_ASSERT_EQUAL (o.rows, 10000);
+    CU_ASSERT_EQUAL (o.seq_len, seq[a].seq_len);
+    CU_ASSERT_EQUAL (o.n_hidden, seq[a].n_hidden);
+    CU_ASSERT_EQUAL (o.hidden[0], seq[a].hidden0);
+    CU_ASSERT_EQUAL (o.n_att_hidden, 2);
+    CU_ASSERT_EQUAL (o.att_hidden[0], 80);
+    CU_ASSERT_EQUAL (o.att_hidden[1], 40);
+    CU_ASSERT_EQUAL (o.heads, 8);
+    CU_ASSERT_EQUAL (o.ffn, 128);
+    g_autoptr (SedpNnModel) m = sedp_nn_synth (seq[a].arch, 1, &o, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+    gsize bytes = 0;
+    for (guint k = 0; k < m->n_initializers; k++)
+      bytes += sedp_nn_tensor_nbytes (m->initializers[k]);
+    CU_ASSERT (bytes < seq[a].max_mb * 1000 * 1000);
+    CU_ASSERT (bytes > seq[a].min_mb * 1000 * 1000);
+    CU_ASSERT_EQUAL (m->n_inputs, 7);
+    CU_ASSERT (sedp_nn_model_check (m, &error));
   }
 }
 
@@ -1578,6 +1798,9 @@ test_cli_errors (void)
     {{"model", "synth", "--arch", "mlp", "--hidden", "8,x", "-o", out, NULL}, 2, "--hidden wants"},
     {{"model", "synth", "--arch", "mlp", "--slots", "0", "-o", out, NULL}, 2, "slots must be between"},
     {{"model", "synth", "--arch", "mlp", "--seed", "-4", "-o", out, NULL}, 2, "--seed wants"},
+    {{"model", "synth", "--arch", "din", "--seq-len", "0", "-o", out, NULL}, 2, "seq_len must be between"},
+    {{"model", "synth", "--arch", "bst", "--heads", "3", "-o", out, NULL}, 2, "heads (3) must divide dim (8)"},
+    {{"model", "synth", "--arch", "dien", "--att-hidden", "8,0", "-o", out, NULL}, 2, "--att-hidden wants"},
     {{"model", "info", NULL}, 2, "expected one MODEL.onnx"},
     {{"model", "eval", out, NULL}, 2, "missing -o OUTDIR"},
     {{"model", "bench", out, "--batch", "0", NULL}, 2, "--batch must be"},
@@ -1722,6 +1945,8 @@ main (void)
     {"synth: deterministic in the seed", test_synth_deterministic},
     {"synth: attribute forms of older opsets", test_synth_opsets},
     {"synth: options", test_synth_options},
+    {"synth: din, dien, bst: inputs, ops, bytes, opsets", test_synth_seq_shape},
+    {"synth: din, dien, bst: options refused", test_synth_seq_options},
     {"synth: realistic preset", test_synth_realistic},
     {"synth: wdl, dcnv2, dssm, esmm, ple: inputs, outputs, ops, weights", test_synth_multi_shape},
     {"synth: wdl, dcnv2, dssm, esmm, ple: options and presets", test_synth_multi_options},
