@@ -1,7 +1,10 @@
-/* Target attention (DIN's activation unit) fused in the plan (core/nn/exec/fuse-attention.c):
+/* Attention fused in the plan (core/nn/exec/fuse-attention.c). Target attention (DIN's activation
+ * unit):
  * the fused kernel against the unit computed in double here, for several orders and sets of
  * parts, with and without bias and activation; patterns that must not be fused (a piece read
- * outside the pattern, a Concat on another axis) stay correct and unfused. */
+ * outside the pattern, a Concat on another axis) stay correct and unfused. Multi-head
+ * self-attention (BST): Div or Mul scale, Where masks either way, an additive mask, no mask,
+ * against the attention computed in double; with the scores exposed, unfused and the same. */
 #include "../common/test-common.h"
 #include "nn-test.h"
 
@@ -161,6 +164,143 @@ test_not_fused (void)
   unit_case (konly, 2, TRUE, "Sigmoid", FALSE, FALSE, 8);
 }
 
+
+/* ==== multi-head self-attention ==== */
+
+enum { SB = 3, SL = 10, SH = 2, SD = 4 }; /* batch, sequence, heads, head dim: model dim SH·SD */
+
+typedef enum { SCALE_DIV, SCALE_MUL } ScaleKind;
+typedef enum { M_NONE, M_WHERE_FILL_TRUE, M_WHERE_FILL_FALSE, M_ADD } MaskKind;
+
+/* x [B, L, H·D] → q, k, v as Reshape [B, L, H, D] + Transpose (0, 2, 1, 3) of x itself (the
+ * projections do not matter to the fusion); S = Q·Kᵀ scaled, masked, softmaxed; O = P·V,
+ * transposed back and reshaped to [B, L, H·D]. @expose: S is also a graph output (no fusion). */
+static SedpNnModel *
+mha_model (ScaleKind scale, MaskKind mask, gboolean expose)
+{
+  SedpNnModel *m = tb_new (17);
+  IN (m, "x", F, SB, SL, SH * SD);
+  IN (m, "y", F, SB, SL, SH * SD);
+  INTS (m, "heads", SB, SL, SH, SD);
+  INTS (m, "flat", SB, SL, SH * SD);
+  const char *srcs[3] = {"x", "y", "x"}, *names[3] = {"Q", "K", "V"};
+  for (int t = 0; t < 3; t++) {
+    g_autofree char *r = g_strdup_printf ("%s4", names[t]);
+    g_autofree char *rin = g_strdup_printf ("%s,heads", srcs[t]);
+    tb_node (m, "Reshape", r, rin, r);
+    tb_attr_ints (tb_node (m, "Transpose", names[t], r, names[t]), "perm", 4, I64 (0, 2, 1, 3));
+  }
+  tb_attr_ints (tb_node (m, "Transpose", "KT", "K", "KT"), "perm", 4, I64 (0, 1, 3, 2));
+  tb_node (m, "MatMul", "S", "Q,KT", "S");
+  tb_scalar_f (m, "c", 2.0f);
+  tb_node (m, scale == SCALE_DIV ? "Div" : "Mul", "S2", "S,c", "S2");
+  const char *pre = "S2";
+  if (mask == M_ADD) {
+    static float add[SB * SL];
+    for (int i = 0; i < SB * SL; i++)
+      add[i] = i % 4 == 3 ? -1e9f : 0.25f * (float) (i % 3);
+    tb_init_f (m, "madd", 4, I64 (SB, 1, 1, SL), add);
+    tb_node (m, "Add", "S3", "S2,madd", "S3");
+    pre = "S3";
+  } else if (mask != M_NONE) {
+    IN (m, "mask", SEDP_NN_BOOL, SB, 1, 1, SL);
+    tb_scalar_f (m, "fill", -1e9f);
+    tb_node (m, "Where", "S3", mask == M_WHERE_FILL_TRUE ? "mask,fill,S2" : "mask,S2,fill", "S3");
+    pre = "S3";
+  }
+  tb_attr_i (tb_node (m, "Softmax", "P", pre, "P"), "axis", -1);
+  tb_node (m, "MatMul", "O", "P,V", "O");
+  tb_attr_ints (tb_node (m, "Transpose", "OT", "O", "OT"), "perm", 4, I64 (0, 2, 1, 3));
+  tb_node (m, "Reshape", "Y", "OT,flat", "Y");
+  OUT (m, "Y", F);
+  if (expose)
+    OUT (m, "S", F);
+  return m;
+}
+
+/* The same in double. */
+static void
+mha_reference (ScaleKind scale, MaskKind mask, const float *x, const float *y, const guint8 *mk,
+               double *out, double *mag)
+{
+  for (int b = 0; b < SB; b++)
+    for (int h = 0; h < SH; h++)
+      for (int i = 0; i < SL; i++) {
+        double s[SL], mx = -INFINITY, sum = 0;
+        for (int j = 0; j < SL; j++) {
+          double dot = 0;
+          for (int d = 0; d < SD; d++)
+            dot += (double) x[(b * SL + i) * SH * SD + h * SD + d] * y[(b * SL + j) * SH * SD + h * SD + d];
+          s[j] = scale == SCALE_DIV ? dot / 2.0 : dot * 2.0;
+          if (mask == M_ADD)
+            s[j] += (b * SL + j) % 4 == 3 ? -1e9 : 0.25 * ((b * SL + j) % 3);
+          else if (mask != M_NONE && (mk[b * SL + j] != 0) == (mask == M_WHERE_FILL_TRUE))
+            s[j] = -1e9;
+          mx = MAX (mx, s[j]);
+        }
+        for (int j = 0; j < SL; j++)
+          sum += s[j] = exp (s[j] - mx);
+        for (int d = 0; d < SD; d++) {
+          double o = 0, a = 0;
+          for (int j = 0; j < SL; j++) {
+            o += s[j] / sum * x[(b * SL + j) * SH * SD + h * SD + d];
+            a += s[j] / sum * fabs (x[(b * SL + j) * SH * SD + h * SD + d]);
+          }
+          out[(b * SL + i) * SH * SD + h * SD + d] = o;
+          mag[(b * SL + i) * SH * SD + h * SD + d] = a; /* o cancels: its rounding follows a */
+        }
+      }
+}
+
+static void
+mha_case (ScaleKind scale, MaskKind mask, gboolean expose, guint32 seed)
+{
+  g_autoptr (GRand) rng = g_rand_new_with_seed (seed);
+  g_autofree float *x = rand_floats (rng, SB * SL * SH * SD, -1, 1);
+  g_autofree float *y = rand_floats (rng, SB * SL * SH * SD, -1, 1);
+  guint8 mk[SB * SL];
+  for (int i = 0; i < SB * SL; i++)
+    mk[i] = i % SL == 0 || i % 5 == 2; /* every row keeps some keys */
+  SedpNnModel *m = mha_model (scale, mask, expose);
+  g_autoptr (GError) error = NULL;
+  SedpNnPlan *plan = sedp_nn_plan_new (m, SB, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (plan);
+  g_autoptr (GString) desc = g_string_new (NULL);
+  sedp_nn_plan_describe (plan, desc);
+  gboolean fused = strstr (desc->str, "self_attention") != NULL;
+  if (fused == expose)
+    fprintf (stderr, "\n  fused %d with expose %d:\n%s", fused, expose, desc->str);
+  CU_ASSERT_NOT_EQUAL (fused, expose);
+  SedpNnTensor in[3] = {TT (F, x, SB, SL, SH * SD), TT (F, y, SB, SL, SH * SD),
+                        TT (SEDP_NN_BOOL, mk, SB, 1, 1, SL)};
+  guint n_in = mask == M_WHERE_FILL_TRUE || mask == M_WHERE_FILL_FALSE ? 3 : 2;
+  Out o[2];
+  CU_ASSERT_TRUE_FATAL (run_plan (plan, n_in, in, o, &error));
+  double want[SB * SL * SH * SD], mag[SB * SL * SH * SD];
+  mha_reference (scale, mask, x, y, mk, want, mag);
+  SHAPE_IS (o[0], SB, SL, SH * SD);
+  ASSERT_CLOSE_SCALED (o[0], want, mag, RTOL_REDUCE);
+  outs_free (o, expose ? 2 : 1);
+  sedp_nn_plan_free (plan);
+  sedp_nn_model_unref (m);
+}
+
+static void
+test_self_attention (void)
+{
+  mha_case (SCALE_DIV, M_WHERE_FILL_TRUE, FALSE, 11);
+  mha_case (SCALE_MUL, M_WHERE_FILL_FALSE, FALSE, 12);
+  mha_case (SCALE_DIV, M_ADD, FALSE, 13);
+  mha_case (SCALE_MUL, M_NONE, FALSE, 14);
+}
+
+/* The scores are a graph output: nothing is fused, the result is the same. */
+static void
+test_self_attention_not_fused (void)
+{
+  mha_case (SCALE_DIV, M_WHERE_FILL_TRUE, TRUE, 15);
+}
+
 int
 main (void)
 {
@@ -171,5 +311,7 @@ main (void)
   CU_add_test (s, "din activation unit", test_din_unit);
   CU_add_test (s, "other parts and orders", test_other_parts);
   CU_add_test (s, "patterns not fused", test_not_fused);
+  CU_add_test (s, "self-attention", test_self_attention);
+  CU_add_test (s, "self-attention not fused", test_self_attention_not_fused);
   return sedp_test_run ();
 }

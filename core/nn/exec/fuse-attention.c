@@ -15,10 +15,12 @@
  * the block of E ⊙ K. q · Wq + b is computed once per row of the batch instead of once per
  * behaviour, and the product over the sequence has 2D inner columns instead of P·D (half, for
  * DIN's four parts), without materialising X. */
+#include "fast-math.h"
 #include "gemm-packed.h"
 #include "ops.h"
 
 #include <cblas.h>
+#include <math.h>
 
 typedef enum { PART_Q, PART_K, PART_Q_MINUS_K, PART_K_MINUS_Q, PART_QK } Part;
 
@@ -317,4 +319,356 @@ nn_free_target_attention (Step *step)
 {
   if (step->fn == kernel_target_attention && step->params)
     free_params (step->params);
+}
+
+/* ==== multi-head self-attention ====
+ *
+ * Exported attention computes, per batch row b and head h (Q, K, V [B, H, L, D], heads made by
+ * a Reshape and a Transpose (0, 2, 1, 3) of the projections):
+ *
+ *   S = Q · Kᵀ;  S = S / c (or · c);  S = Where (mask, fill, S) (or S + mask);  P = Softmax (S);
+ *   O = P · V;   then Transpose (0, 2, 1, 3) back to [B, L, H, D]
+ *
+ * as six kernels and four transposes, with S [B, H, L, L] written and read four times. The fused
+ * kernel reads Q, K and V where the projections left them (strides instead of transposes), keeps
+ * one row of S in a small buffer and writes O in the layout its reader wants. */
+
+typedef enum { MASK_NONE, MASK_FILL_WHEN_TRUE, MASK_FILL_WHEN_FALSE, MASK_ADD } MaskMode;
+
+/* Parameters of the fused kernel. Strides are in elements over (b, h, l); D is contiguous. */
+typedef struct {
+  gint64 B, H, Lq, Lk, D;
+  gint64 qs[3], ks[3], vs[3], os[3];
+  float c;          /* the scale's constant */
+  gboolean divide;  /* S / c, else S · c */
+  MaskMode mask;
+  float fill;       /* Where's constant */
+  gint64 ms[4];     /* the mask's strides over (b, h, i, j), 0 where broadcast */
+} SelfAttParams;
+
+/* Σ a[k]·b[k] over @n (a multiple of 16) values, in 16 partial sums the compiler keeps in one
+ * vector register. */
+static inline __attribute__ ((always_inline)) float
+dot16 (const float *restrict a, const float *restrict b, gint64 n)
+{
+  float part[16] = {0};
+  for (gint64 k = 0; k < n; k += 16)
+    for (int t = 0; t < 16; t++)
+      part[t] += a[k + t] * b[k + t];
+  float sum = 0.0f;
+  for (int t = 0; t < 16; t++)
+    sum += part[t];
+  return sum;
+}
+
+/* Lk rounded up to whole vectors: the rows of the head's tiles are padded with zeros. */
+static inline gint64
+padded (gint64 n)
+{
+  return (n + 15) & ~(gint64) 15;
+}
+
+/* The scratch one head needs: Kᵀ and Vᵀ [D, Lkp] and the scores [Lq, Lkp]. */
+static inline gint64
+head_scratch (const SelfAttParams *p)
+{
+  return (2 * p->D + p->Lq) * padded (p->Lk);
+}
+
+/* Masks and scales one row of scores, then its softmax; the padding is zeroed. */
+NN_VECTORIZE NN_HOT static void
+scores_to_weights (const SelfAttParams *p, float *restrict s, const void *mask, gint64 mrow)
+{
+  gint64 Lk = p->Lk, ms = p->ms[3];
+  if (p->divide)
+    for (gint64 j = 0; j < Lk; j++)
+      s[j] = s[j] / p->c;
+  else
+    for (gint64 j = 0; j < Lk; j++)
+      s[j] = s[j] * p->c;
+  if (p->mask == MASK_ADD) {
+    const float *m = (const float *) mask + mrow;
+    for (gint64 j = 0; j < Lk; j++)
+      s[j] += m[j * ms];
+  } else if (p->mask != MASK_NONE) {
+    const guint8 *m = (const guint8 *) mask + mrow;
+    guint8 when = p->mask == MASK_FILL_WHEN_TRUE;
+    for (gint64 j = 0; j < Lk; j++)
+      s[j] = (m[j * ms] != 0) == when ? p->fill : s[j];
+  }
+  /* The padding takes part as −∞: e^(−∞ − max) is 0 (or below 1e-37), so the softmax runs over
+   * whole vectors without a remainder and the padded weights multiply V's zero padding. */
+  for (gint64 j = Lk; j < padded (Lk); j++)
+    s[j] = -INFINITY;
+  nn_softmax_row (s, s, padded (Lk));
+}
+
+/* One head of one row: Kᵀ and Vᵀ gathered into [D, Lkp] tiles, the scores of every query against
+ * them (vectorized over the keys), each row masked and softmaxed, then O = P · V as dot products
+ * of whole vectors. */
+NN_VECTORIZE NN_HOT static void
+attention_head (const SelfAttParams *p, gint64 b, gint64 h, const float *q, const float *k,
+                const float *v, const void *mask, float *o, float *scratch)
+{
+  gint64 Lk = p->Lk, Lkp = padded (Lk), D = p->D;
+  float *kt = scratch, *vt = kt + D * Lkp, *S = vt + D * Lkp;
+  memset (kt, 0, sizeof (float) * 2 * D * Lkp);
+  for (gint64 j = 0; j < Lk; j++) {
+    const float *kr = k + b * p->ks[0] + h * p->ks[1] + j * p->ks[2];
+    const float *vr = v + b * p->vs[0] + h * p->vs[1] + j * p->vs[2];
+    for (gint64 d = 0; d < D; d++) {
+      kt[d * Lkp + j] = kr[d];
+      vt[d * Lkp + j] = vr[d];
+    }
+  }
+  for (gint64 i = 0; i < p->Lq; i++) {
+    const float *qr = q + b * p->qs[0] + h * p->qs[1] + i * p->qs[2];
+    float *restrict s = S + i * Lkp;
+    memset (s, 0, sizeof (float) * Lkp);
+    for (gint64 d = 0; d < D; d++) {
+      float qd = qr[d];
+      const float *restrict kd = kt + d * Lkp;
+      for (gint64 j = 0; j < Lkp; j++)
+        s[j] += qd * kd[j];
+    }
+    scores_to_weights (p, s, mask, b * p->ms[0] + h * p->ms[1] + i * p->ms[2]);
+    float *orow = o + b * p->os[0] + h * p->os[1] + i * p->os[2];
+    for (gint64 d = 0; d < D; d++)
+      orow[d] = dot16 (s, vt + d * Lkp, Lkp);
+  }
+}
+
+/* in: q, k, v, [mask]; out: O, then the scratch. */
+static gboolean
+kernel_self_attention (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
+{
+  const SelfAttParams *p = s->params;
+  const void *mask = p->mask != MASK_NONE ? ptrs[s->in[3]] : NULL;
+  for (gint64 b = 0; b < p->B; b++)
+    for (gint64 h = 0; h < p->H; h++)
+      attention_head (p, b, h, ptrs[s->in[0]], ptrs[s->in[1]], ptrs[s->in[2]], mask,
+                      ptrs[s->out[0]], ptrs[s->out[1]]);
+  return TRUE;
+}
+
+/* The step computing @v when @v is an intermediate value read by exactly one node. */
+static Step *
+only_producer (Plan *p, int v, const char *op)
+{
+  return v >= 0 && p->values[v].n_consumers == 1 ? producer (p, v, op) : NULL;
+}
+
+/* A float scalar constant's value. */
+static gboolean
+const_scalar (const Plan *p, int v, float *out)
+{
+  const Value *val = &p->values[v];
+  if (val->kind != VALUE_CONST || val->dtype != SEDP_NN_FLOAT || val->numel != 1)
+    return FALSE;
+  *out = *(const float *) val->data;
+  return TRUE;
+}
+
+/* Whether @s is a Transpose with perm (0, 2, 1, 3). */
+static gboolean
+swaps_heads (const Step *s)
+{
+  const SedpNnAttr *perm = s ? sedp_nn_node_attr (s->node, "perm") : NULL;
+  static const gint64 want[4] = {0, 2, 1, 3};
+  if (perm == NULL || perm->n_ints != 4)
+    return FALSE;
+  for (int i = 0; i < 4; i++)
+    if (perm->ints[i] != want[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* The pieces found around one Softmax step. */
+typedef struct {
+  Step *scores, *scale, *mask_step, *softmax, *pv, *tq, *tk, *tv, *to;
+  int q, k, v, out, mask;
+} SelfMatch;
+
+/* Where one of Q, K, V is read from: the Transpose's input [B, L, H, D] when the heads were made
+ * by a Transpose read only here (it is then retired), else the value [B, H, L, D] itself. */
+static int
+head_source (Plan *p, int v, Step **transpose, gint64 *strides)
+{
+  const Value *val = &p->values[v];
+  gint64 H = val->dims[1], L = val->dims[2], D = val->dims[3];
+  Step *t = only_producer (p, v, "Transpose");
+  if (t && swaps_heads (t)) {
+    *transpose = t;
+    strides[0] = L * H * D, strides[1] = D, strides[2] = H * D;
+    return t->in[0];
+  }
+  *transpose = NULL;
+  strides[0] = H * L * D, strides[1] = L * D, strides[2] = D;
+  return v;
+}
+
+/* The step after @from that reads value @v as input @k. */
+static Step *
+reader (Plan *p, guint from, int v, guint k)
+{
+  for (guint i = from + 1; i < p->steps->len; i++) {
+    Step *s = &g_array_index (p->steps, Step, i);
+    if (s->n_in > k && s->in[k] == v)
+      return s;
+  }
+  return NULL;
+}
+
+/* The mask before the Softmax, if any: Where (cond, fill, S), Where (cond, S, fill) or
+ * S + mask. Returns the value that carries S on, or -1 when the piece does not fit. */
+static int
+match_mask (Plan *p, int x, SelfMatch *m, SelfAttParams *sp)
+{
+  Step *w = only_producer (p, x, "Where");
+  if (w && p->values[w->in[0]].dtype == SEDP_NN_BOOL) {
+    m->mask_step = w, m->mask = w->in[0];
+    if (const_scalar (p, w->in[1], &sp->fill))
+      return sp->mask = MASK_FILL_WHEN_TRUE, w->in[2];
+    if (const_scalar (p, w->in[2], &sp->fill))
+      return sp->mask = MASK_FILL_WHEN_FALSE, w->in[1];
+    return -1;
+  }
+  Step *a = only_producer (p, x, "Add");
+  if (a) {
+    gboolean first = only_producer (p, a->in[0], "Div") || only_producer (p, a->in[0], "Mul") ||
+                     only_producer (p, a->in[0], "MatMul");
+    m->mask_step = a, m->mask = a->in[first ? 1 : 0], sp->mask = MASK_ADD;
+    return p->values[m->mask].dtype == SEDP_NN_FLOAT ? a->in[first ? 0 : 1] : -1;
+  }
+  sp->mask = MASK_NONE;
+  return x;
+}
+
+/* The scale before the mask, if any: S / c, S · c or c · S. Returns the scores' value. */
+static int
+match_scale (Plan *p, int x, SelfMatch *m, SelfAttParams *sp)
+{
+  sp->c = 1.0f;
+  Step *d = only_producer (p, x, "Div");
+  if (d && const_scalar (p, d->in[1], &sp->c))
+    return m->scale = d, sp->divide = TRUE, d->in[0];
+  Step *mu = only_producer (p, x, "Mul");
+  if (mu && const_scalar (p, mu->in[1], &sp->c))
+    return m->scale = mu, mu->in[0];
+  if (mu && const_scalar (p, mu->in[0], &sp->c))
+    return m->scale = mu, mu->in[1];
+  return x;
+}
+
+/* Softmax ← [Where | Add] ← [Div | Mul] ← MatMul (Q, Kᵀ), and Softmax → MatMul (·, V). */
+static gboolean
+match_chain (Plan *p, guint index, SelfMatch *m, SelfAttParams *sp)
+{
+  memset (m, 0, sizeof *m);
+  memset (sp, 0, sizeof *sp);
+  m->mask = -1;
+  m->softmax = &g_array_index (p->steps, Step, index);
+  const Value *x = &p->values[m->softmax->in[0]];
+  gint64 axis = nn_attr_int (m->softmax->node, "axis", -1);
+  int pv = m->softmax->out[0];
+  if (x->rank != 4 || (axis != -1 && axis != 3) || p->values[pv].n_consumers != 1 ||
+      p->values[pv].is_output)
+    return FALSE;
+  int sc = match_scale (p, match_mask (p, m->softmax->in[0], m, sp), m, sp);
+  gboolean tb = FALSE;
+  if (sc < 0 || (m->scores = only_producer (p, sc, "MatMul")) == NULL ||
+      !nn_step_is_batched_matmul (m->scores, &tb) || !tb)
+    return FALSE;
+  m->pv = reader (p, index, pv, 0);
+  return m->pv && m->pv->node && strcmp (m->pv->node->op_type, "MatMul") == 0 &&
+         nn_step_is_batched_matmul (m->pv, &tb) && !tb;
+}
+
+/* Shapes: Q [B, H, Lq, D], K and V [B, H, Lk, D], the mask broadcast to [B, H, Lq, Lk]. */
+static gboolean
+check_shapes (Plan *p, SelfMatch *m, SelfAttParams *sp)
+{
+  const Value *q = &p->values[m->scores->in[0]], *k = &p->values[m->scores->in[1]];
+  const Value *v = &p->values[m->pv->in[1]], *s = &p->values[m->scores->out[0]];
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || q->dtype != SEDP_NN_FLOAT)
+    return FALSE;
+  sp->B = q->dims[0], sp->H = q->dims[1], sp->Lq = q->dims[2], sp->D = q->dims[3];
+  sp->Lk = k->dims[2];
+  for (int d = 0; d < 4; d++)
+    if (k->dims[d] != (d == 2 ? sp->Lk : q->dims[d]) || v->dims[d] != k->dims[d])
+      return FALSE;
+  if (s->numel < head_scratch (sp))
+    return FALSE; /* the scores' memory is the scratch */
+  if (m->mask < 0)
+    return TRUE;
+  const Value *mk = &p->values[m->mask];
+  int rank;
+  gint64 out[SEDP_NN_MAX_RANK];
+  if (mk->rank > 4 || !nn_broadcast_shape (mk->rank, mk->dims, 4, s->dims, &rank, out))
+    return FALSE;
+  for (int d = 0; d < 4; d++)
+    if (out[d] != s->dims[d])
+      return FALSE;
+  nn_broadcast_strides (mk->rank, mk->dims, 4, s->dims, sp->ms);
+  return TRUE;
+}
+
+/* O is written where its Transpose (0, 2, 1, 3), read only here, would put it. */
+static void
+match_output (Plan *p, guint index, SelfMatch *m, SelfAttParams *sp)
+{
+  int o = m->pv->out[0];
+  Step *t = reader (p, index, o, 0);
+  gint64 H = sp->H, L = sp->Lq, D = sp->D;
+  if (t && p->values[o].n_consumers == 1 && !p->values[o].is_output &&
+      strcmp (t->node->op_type, "Transpose") == 0 && swaps_heads (t)) {
+    m->to = t, m->out = t->out[0];
+    sp->os[0] = L * H * D, sp->os[1] = D, sp->os[2] = H * D;
+    return;
+  }
+  m->out = o;
+  sp->os[0] = H * L * D, sp->os[1] = L * D, sp->os[2] = D;
+}
+
+static gboolean
+fuse_self (Plan *p, guint index)
+{
+  Step *sm = &g_array_index (p->steps, Step, index);
+  SelfMatch m;
+  SelfAttParams sp;
+  if (sm->node == NULL || strcmp (sm->node->op_type, "Softmax") != 0 || sm->n_out != 1 ||
+      !match_chain (p, index, &m, &sp) || !check_shapes (p, &m, &sp))
+    return FALSE;
+  guint pv_index = (guint) (m.pv - &g_array_index (p->steps, Step, 0));
+  match_output (p, pv_index, &m, &sp);
+  m.q = head_source (p, m.scores->in[0], &m.tq, sp.qs);
+  m.k = head_source (p, m.scores->in[1], &m.tk, sp.ks);
+  m.v = head_source (p, m.pv->in[1], &m.tv, sp.vs);
+  int scratch = m.scores->out[0], out = m.out, o = m.pv->out[0];
+  Step *gone[] = {m.scores, m.scale, m.mask_step, m.softmax, m.tq, m.tk, m.tv, m.to};
+  for (guint j = 0; j < G_N_ELEMENTS (gone); j++)
+    if (gone[j])
+      retire (p, gone[j]);
+  nn_free_step_params (m.pv);
+  m.pv->params = g_memdup2 (&sp, sizeof sp);
+  m.pv->fn = kernel_self_attention;
+  m.pv->kernel = "self_attention";
+  m.pv->n_in = sp.mask != MASK_NONE ? 4 : 3;
+  m.pv->in[0] = m.q, m.pv->in[1] = m.k, m.pv->in[2] = m.v, m.pv->in[3] = m.mask;
+  m.pv->n_out = 2;
+  m.pv->out[0] = out, m.pv->out[1] = scratch;
+  if (m.to)
+    p->values[o].def_step = -1; /* written where the Transpose put it, instead */
+  p->values[out].def_step = p->values[scratch].def_step = (int) pv_index;
+  m.pv->flops = (double) (sp.B * sp.H * sp.Lq * sp.Lk) * (4.0 * (double) sp.D + 3.0);
+  return TRUE;
+}
+
+void
+nn_fuse_self_attention (Plan *p)
+{
+  if (g_getenv ("SEDP_NN_NO_FUSE_ATTENTION"))
+    return;
+  for (guint i = 0; i < p->steps->len; i++)
+    fuse_self (p, i);
 }

@@ -183,6 +183,15 @@ kernel_matmul_batched (const Plan *plan, const Step *s, gpointer const *ptrs, GE
   return TRUE;
 }
 
+gboolean
+nn_step_is_batched_matmul (const Step *s, gboolean *trans_b)
+{
+  if (s->fn != kernel_matmul_batched)
+    return FALSE;
+  *trans_b = ((const BatchedParams *) s->params)->trans_b;
+  return TRUE;
+}
+
 static void
 free_batched (gpointer data)
 {

@@ -444,18 +444,34 @@ typedef struct {
   LaneFn lane;
 } SoftmaxParams;
 
-/* Softmax of @n contiguous values (the usual last axis): e^(x − max) vectorized (fast-math.h),
- * summed in double. */
-NN_VECTORIZE NN_HOT static void
-softmax_row (const float *x, float *y, gint64 n)
+NN_VECTORIZE NN_HOT void
+nn_softmax_row (const float *x, float *y, gint64 n)
 {
+  /* Max and sum in 16 lanes (one vector register), the tail after them: rows of a few tens of
+   * values (attention over a behaviour sequence) are common. */
+  gint64 n16 = n & ~(gint64) 15;
+  float lane[16];
+  for (int t = 0; t < 16; t++)
+    lane[t] = -INFINITY;
+  for (gint64 k = 0; k < n16; k += 16)
+    for (int t = 0; t < 16; t++)
+      lane[t] = x[k + t] > lane[t] ? x[k + t] : lane[t];
   float m = -INFINITY;
-  for (gint64 k = 0; k < n; k++)
+  for (int t = 0; t < 16; t++)
+    m = lane[t] > m ? lane[t] : m;
+  for (gint64 k = n16; k < n; k++)
     m = x[k] > m ? x[k] : m;
   for (gint64 k = 0; k < n; k++)
     y[k] = nn_fast_exp (x[k] - m);
+  for (int t = 0; t < 16; t++)
+    lane[t] = 0.0f;
+  for (gint64 k = 0; k < n16; k += 16)
+    for (int t = 0; t < 16; t++)
+      lane[t] += y[k + t];
   double sum = 0;
-  for (gint64 k = 0; k < n; k++)
+  for (int t = 0; t < 16; t++)
+    sum += lane[t];
+  for (gint64 k = n16; k < n; k++)
     sum += y[k];
   float inv = (float) (1.0 / sum);
   for (gint64 k = 0; k < n; k++)
@@ -521,7 +537,7 @@ kernel_softmax (const Plan *plan, const Step *s, gpointer const *ptrs, GError **
   float *y = ptrs[s->out[0]];
   if (p->inner == 1 && p->lane == softmax_lane) { /* the usual last axis, vectorized */
     for (gint64 o = 0; o < p->outer; o++)
-      softmax_row (x + o * p->axis_len, y + o * p->axis_len, p->axis_len);
+      nn_softmax_row (x + o * p->axis_len, y + o * p->axis_len, p->axis_len);
     return TRUE;
   }
   for (gint64 o = 0; o < p->outer; o++)

@@ -187,3 +187,7 @@ typedef void (*BroadcastFn) (const Broadcast *p, gconstpointer a, gconstpointer 
  * @dtype (kernel name @kernel, one FLOP per output element). */
 gboolean nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype,
                                const char *kernel, GError **error);
+
+/* Softmax of @n contiguous values (the usual last axis; @y may be @x): e^(x − max) vectorized
+ * (fast-math.h), summed in double (ops-math.c). */
+void nn_softmax_row (const float *x, float *y, gint64 n);

@@ -221,6 +221,10 @@ gboolean nn_kernel_gemm (const Plan *plan, const Step *step, gpointer const *ptr
 void nn_map_activation (const float *x, float *y, gint64 n, Activation act, float leaky_alpha);
 void nn_apply_activation (float *y, gint64 n, Activation act, float leaky_alpha);
 
+/* Whether @s is a batched MatMul (one product per matrix of a batch, B of rank ≥ 3), and whether
+ * it reads B transposed (a Transpose folded in). */
+gboolean nn_step_is_batched_matmul (const Step *s, gboolean *trans_b);
+
 /* Folds a Transpose of the last two axes into the batched MatMul that reads it (ops-gemm.c). */
 gboolean nn_fuse_transpose_into_matmul (Plan *p, Step *step);
 void nn_free_step_params (Step *step);
@@ -255,6 +259,10 @@ void nn_special_free (Special *special);
  * one kernel that computes q's share once per row. Run on the steps before packing; off with
  * SEDP_NN_NO_FUSE_ATTENTION in the environment. */
 void nn_fuse_target_attention (Plan *p);
+/* Multi-head self-attention (fuse-attention.c): MatMul (Q, Kᵀ) → Div or Mul by a scalar → Where
+ * or Add mask → Softmax → MatMul (·, V), with the head Transposes around it, becomes one kernel
+ * that keeps each row of scores in registers. Off with SEDP_NN_NO_FUSE_ATTENTION too. */
+void nn_fuse_self_attention (Plan *p);
 void nn_free_target_attention (Step *step);
 
 /* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */

@@ -714,6 +714,7 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_da
     memcpy (t->dims, v->dims, sizeof t->dims);
   }
   nn_fuse_target_attention (p);
+  nn_fuse_self_attention (p);
   nn_pack_weights (p);
   if (!plan_memory (p, error))
     goto fail;
