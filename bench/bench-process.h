@@ -127,22 +127,31 @@ bench_paths (char **build, char **src, char **sedp, char **data)
 }
 
 /* The CTR example (realistic preset, 64 requests of @items items) prepared under @data, once:
- * the stamp file .prepared-@items says it was (shared by e2e, soak, refusal and tune). */
+ * the stamp file .prepared-@items says it was (shared by e2e, soak, refusal and tune). With @din,
+ * the DIN example (examples/ctr/prepare --din) under @data-din instead, as pipelines/ctr-din.pipeline
+ * finds it when ../examples/ctr/data is rewritten to @data. */
 static inline gboolean
-bench_prepare_ctr (const char *src, const char *data, guint items)
+bench_prepare_example (const char *src, const char *data, guint items, gboolean din)
 {
-  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%u", data, items);
+  g_autofree char *dir = din ? g_strconcat (data, "-din", NULL) : g_strdup (data);
+  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-%u", dir, items);
   if (g_file_test (stamp, G_FILE_TEST_EXISTS))
     return TRUE;
   g_autofree char *prep = g_build_filename (src, "examples", "ctr", "prepare", NULL);
-  g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
+  g_autofree char *out_opt = g_strdup_printf ("--out=%s", dir);
   g_autofree char *items_s = g_strdup_printf ("%u", items);
-  char *argv[] = {prep, "--requests", "64", "--items", items_s, out_opt, NULL};
+  char *argv[] = {prep, "--requests", "64", "--items", items_s, out_opt, din ? "--din" : NULL, NULL};
   g_autofree char *out = bench_run_capture (argv);
   if (out == NULL)
     return FALSE;
   fputs (out, stderr);
   return g_file_set_contents (stamp, "", 0, NULL);
+}
+
+static inline gboolean
+bench_prepare_ctr (const char *src, const char *data, guint items)
+{
+  return bench_prepare_example (src, data, items, FALSE);
 }
 
 /* CPU seconds (user + system) of process @pid so far (0: this one, all its threads); 0 when it

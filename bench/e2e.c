@@ -25,6 +25,10 @@
  *    `sedp serve pipelines/ctr.pipeline` runs), unprefixed keys, and each encoding's best layout
  *    compared (json_over_protobuf_best_layouts).
  *    --json-only skips steps 4-6 (and 8).
+ * 9. --din: steps 1-6 on the DIN example instead (pipelines/ctr-din.pipeline over
+ *    examples/ctr/prepare --din, prepared under build-bench/e2e-data-din/; the bare model is its
+ *    dense.onnx, whose inputs are the looked-up blocks); the keys start with din_
+ *    (din_e2e_over_model).
  *
  * Options: --concurrency C (default 8), --duration S (default 60), --parallelism P (default: as
  * the pipeline file), --reader-parallelism R (the reader stage's workers; default: as the file),
@@ -156,8 +160,11 @@ main (int argc, char **argv)
   g_autofree char *model_cpus_opt = NULL;
   gdouble duration = 60, model_seconds = 4, round_seconds = 8, json_seconds = 5;
   gint json_rounds_n = 5;
-  gboolean json_only = FALSE;
+  gboolean json_only = FALSE, din = FALSE;
   const GOptionEntry entries[] = {
+    {"din", 0, 0, G_OPTION_ARG_NONE, &din,
+     "The DIN example (pipelines/ctr-din.pipeline, its dense model) instead; keys start with din_",
+     NULL},
     {"concurrency", 'c', 0, G_OPTION_ARG_INT, &concurrency, "Clients (default 8)", "C"},
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Seconds of load (default 60)", "S"},
     {"parallelism", 'p', 0, G_OPTION_ARG_INT, &parallelism,
@@ -197,12 +204,17 @@ main (int argc, char **argv)
   g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
   bench_paths (&build, &src, &sedp, &data);
 
-  /* 1. the data */
-  if (!bench_prepare_ctr (src, data, (guint) items))
+  /* 1. the data (the DIN example's under DATA-din, where the rewritten paths point) */
+  const char *name = din ? "ctr-din" : "ctr", *key = din ? "din_" : "";
+  if (din)
+    json_rounds_n = 0; /* the JSON figures are the CTR example's */
+  if (!bench_prepare_example (src, data, (guint) items, din))
     return 1;
+  g_autofree char *data_dir = din ? g_strconcat (data, "-din", NULL) : g_strdup (data);
 
   /* 2. the pipeline copy */
-  g_autofree char *pl_src = g_build_filename (src, "pipelines", "ctr.pipeline", NULL);
+  g_autofree char *pl_file = g_strdup_printf ("%s.pipeline", name);
+  g_autofree char *pl_src = g_build_filename (src, "pipelines", pl_file, NULL);
   g_autofree char *text = NULL;
   if (!g_file_get_contents (pl_src, &text, NULL, &error)) {
     fprintf (stderr, "e2e: %s\n", error->message);
@@ -281,7 +293,7 @@ main (int argc, char **argv)
     fprintf (stderr, "e2e: %s\n", error->message);
     return 1;
   }
-  g_autofree char *pl = g_build_filename (tmp, "ctr.pipeline", NULL);
+  g_autofree char *pl = g_build_filename (tmp, pl_file, NULL);
   g_file_set_contents (pl, copy->str, -1, NULL);
   g_string_free (copy, TRUE);
   fprintf (stderr, "e2e: model stage: batch %d rows (frame_rows, 1 frame per call), %d worker(s)\n",
@@ -304,7 +316,7 @@ main (int argc, char **argv)
     if (p) {
       p += strlen ("listening on ");
       p[strcspn (p, " \r\n")] = '\0';
-      g_snprintf (url, sizeof url, "%s/v1/pipelines/ctr:predict", p);
+      g_snprintf (url, sizeof url, "%s/v1/pipelines/%s:predict", p, name);
     }
     if (url[0] && strstr (line, "sedp serve: ready")) /* warmed up (the pipeline's warmup key) */
       break;
@@ -325,7 +337,7 @@ main (int argc, char **argv)
   }
   fclose (serr);
 
-  req = g_build_filename (data, "requests.jsonl", NULL);
+  req = g_build_filename (data_dir, "requests.jsonl", NULL);
   c_s = g_strdup_printf ("%d", concurrency);
   d_s = g_strdup_printf ("%g", duration);
   char *wargv[] = {sedp, "bench", url, "--concurrency", c_s, "--duration", "3", "--requests", req,
@@ -344,7 +356,7 @@ main (int argc, char **argv)
    * speed drifts by tens of percent within minutes; a ratio of two figures taken seconds apart
    * is stable where figures minutes apart are not, and the median of the rounds' ratios is what
    * is reported. */
-  dense = g_build_filename (data, "dense.onnx", NULL);
+  dense = g_build_filename (data_dir, "dense.onnx", NULL);
   b_s = g_strdup_printf ("%d", frame_rows);
   t_s = g_strdup_printf ("%d", model_par);
   s_s = g_strdup_printf ("%g", model_seconds);
@@ -394,13 +406,13 @@ main (int argc, char **argv)
           "model_threads=%d reader_workers=%s model_cpus=%s other_cpus=%s\n", concurrency, duration,
           rounds, round_seconds, model_seconds, frame_rows, model_par, reader_s,
           model_cpus ? model_cpus : "any", other_cpus ? other_cpus : "any");
-  printf ("RESULT e2e_items_per_s=%.1f\n", median (e2es, rounds));
-  printf ("RESULT model_items_per_s=%.1f\n", median (models, rounds));
-  printf ("RESULT e2e_over_model=%.3f\n", median (ratios, rounds));
-  printf ("RESULT e2e_over_model_rounds=%s\n", list->str);
-  printf ("RESULT e2e_continuous_items_per_s=%.1f\n", bench_result_value (e2e, "items_per_s"));
-  printf ("RESULT e2e_p99_ms=%.3f\n", bench_result_value (e2e, "p99_ms"));
-  printf ("RESULT e2e_errors=%.0f\n", bench_result_value (e2e, "errors"));
+  printf ("RESULT %se2e_items_per_s=%.1f\n", key, median (e2es, rounds));
+  printf ("RESULT %smodel_items_per_s=%.1f\n", key, median (models, rounds));
+  printf ("RESULT %se2e_over_model=%.3f\n", key, median (ratios, rounds));
+  printf ("RESULT %se2e_over_model_rounds=%s\n", key, list->str);
+  printf ("RESULT %se2e_continuous_items_per_s=%.1f\n", key, bench_result_value (e2e, "items_per_s"));
+  printf ("RESULT %se2e_p99_ms=%.3f\n", key, bench_result_value (e2e, "p99_ms"));
+  printf ("RESULT %se2e_errors=%.0f\n", key, bench_result_value (e2e, "errors"));
   rc = 0;
 out:
   if (server > 0) {
