@@ -522,7 +522,8 @@ seq_row (const Transform *t, const void *in, guint n, gsize size, void *out, con
 {
   guint kept = MIN (n, t->max_len);
   const guint8 *src = (const guint8 *) in + (t->first ? 0 : (gsize) (n - kept) * size);
-  memcpy (out, src, kept * size);
+  if (kept > 0) /* an empty list may have no storage at all */
+    memcpy (out, src, kept * size);
   for (guint i = kept; i < t->max_len; i++)
     memcpy ((guint8 *) out + i * size, pad, size);
   return kept;
