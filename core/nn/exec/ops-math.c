@@ -5,6 +5,7 @@
 #include "ops.h"
 
 #include <math.h>
+#include <string.h>
 
 /* ---- binary ops with numpy broadcasting ---- */
 
@@ -284,9 +285,15 @@ nn_map_activation (const float *x, float *y, gint64 n, Activation act, float lea
     for (gint64 i = 0; i < n; i++)
       y[i] = ceilf (x[i]);
     break;
-  case ACT_SIGN: /* NaN stays NaN, ±0 gives 0 */
-    for (gint64 i = 0; i < n; i++)
-      y[i] = x[i] > 0.0f ? 1.0f : x[i] < 0.0f ? -1.0f : x[i] == 0.0f ? 0.0f : x[i];
+  case ACT_SIGN: /* NaN stays NaN, ±0 gives 0; on the bits (valgrind emulates the vectorized
+                  * float compares' NaN cases wrongly) */
+    for (gint64 i = 0; i < n; i++) {
+      guint32 u, mag;
+      memcpy (&u, x + i, sizeof u);
+      mag = u & 0x7fffffffu;
+      u = mag > 0x7f800000u ? u : mag == 0 ? 0 : (u & 0x80000000u) | 0x3f800000u;
+      memcpy (y + i, &u, sizeof u);
+    }
     break;
   case ACT_SIN:
     for (gint64 i = 0; i < n; i++)
