@@ -167,10 +167,14 @@ test_not_fused (void)
 
 /* ==== multi-head self-attention ==== */
 
-enum { SB = 3, SL = 10, SH = 2, SD = 4 }; /* batch, sequence, heads, head dim: model dim SH·SD */
+/* batch, sequence (the kernel takes queries 16 at a time: one whole block and a part), heads,
+ * head dim: model dim SH·SD */
+enum { SB = 3, SL = 21, SH = 2, SD = 4 };
 
 typedef enum { SCALE_DIV, SCALE_MUL } ScaleKind;
-typedef enum { M_NONE, M_WHERE_FILL_TRUE, M_WHERE_FILL_FALSE, M_ADD } MaskKind;
+/* M_CAUSAL: a [1, 1, L, L] mask, true above the diagonal (where the fill goes): it differs per
+ * query. */
+typedef enum { M_NONE, M_WHERE_FILL_TRUE, M_WHERE_FILL_FALSE, M_ADD, M_CAUSAL } MaskKind;
 
 /* x [B, L, H·D] → q, k, v as Reshape [B, L, H, D] + Transpose (0, 2, 1, 3) of x itself (the
  * projections do not matter to the fusion); S = Q·Kᵀ scaled, masked, softmaxed; O = P·V,
@@ -203,9 +207,12 @@ mha_model (ScaleKind scale, MaskKind mask, gboolean expose)
     tb_node (m, "Add", "S3", "S2,madd", "S3");
     pre = "S3";
   } else if (mask != M_NONE) {
-    IN (m, "mask", SEDP_NN_BOOL, SB, 1, 1, SL);
+    if (mask == M_CAUSAL)
+      IN (m, "mask", SEDP_NN_BOOL, 1, 1, SL, SL);
+    else
+      IN (m, "mask", SEDP_NN_BOOL, SB, 1, 1, SL);
     tb_scalar_f (m, "fill", -1e9f);
-    tb_node (m, "Where", "S3", mask == M_WHERE_FILL_TRUE ? "mask,fill,S2" : "mask,S2,fill", "S3");
+    tb_node (m, "Where", "S3", mask == M_WHERE_FILL_FALSE ? "mask,S2,fill" : "mask,fill,S2", "S3");
     pre = "S3";
   }
   tb_attr_i (tb_node (m, "Softmax", "P", pre, "P"), "axis", -1);
@@ -234,7 +241,10 @@ mha_reference (ScaleKind scale, MaskKind mask, const float *x, const float *y, c
           s[j] = scale == SCALE_DIV ? dot / 2.0 : dot * 2.0;
           if (mask == M_ADD)
             s[j] += (b * SL + j) % 4 == 3 ? -1e9 : 0.25 * ((b * SL + j) % 3);
-          else if (mask != M_NONE && (mk[b * SL + j] != 0) == (mask == M_WHERE_FILL_TRUE))
+          else if (mask == M_CAUSAL && j > i)
+            s[j] = -1e9;
+          else if (mask != M_NONE && mask != M_CAUSAL &&
+                   (mk[b * SL + j] != 0) == (mask == M_WHERE_FILL_TRUE))
             s[j] = -1e9;
           mx = MAX (mx, s[j]);
         }
@@ -258,9 +268,11 @@ mha_case (ScaleKind scale, MaskKind mask, gboolean expose, guint32 seed)
   g_autoptr (GRand) rng = g_rand_new_with_seed (seed);
   g_autofree float *x = rand_floats (rng, SB * SL * SH * SD, -1, 1);
   g_autofree float *y = rand_floats (rng, SB * SL * SH * SD, -1, 1);
-  guint8 mk[SB * SL];
+  guint8 mk[SB * SL], causal[SL * SL];
   for (int i = 0; i < SB * SL; i++)
     mk[i] = i % SL == 0 || i % 5 == 2; /* every row keeps some keys */
+  for (int i = 0; i < SL * SL; i++)
+    causal[i] = i % SL > i / SL;
   SedpNnModel *m = mha_model (scale, mask, expose);
   g_autoptr (GError) error = NULL;
   SedpNnPlan *plan = sedp_nn_plan_new (m, SB, &error);
@@ -272,8 +284,9 @@ mha_case (ScaleKind scale, MaskKind mask, gboolean expose, guint32 seed)
     fprintf (stderr, "\n  fused %d with expose %d:\n%s", fused, expose, desc->str);
   CU_ASSERT_NOT_EQUAL (fused, expose);
   SedpNnTensor in[3] = {TT (F, x, SB, SL, SH * SD), TT (F, y, SB, SL, SH * SD),
-                        TT (SEDP_NN_BOOL, mk, SB, 1, 1, SL)};
-  guint n_in = mask == M_WHERE_FILL_TRUE || mask == M_WHERE_FILL_FALSE ? 3 : 2;
+                        mask == M_CAUSAL ? TT (SEDP_NN_BOOL, causal, 1, 1, SL, SL)
+                                         : TT (SEDP_NN_BOOL, mk, SB, 1, 1, SL)};
+  guint n_in = mask == M_NONE || mask == M_ADD ? 2 : 3;
   Out o[2];
   CU_ASSERT_TRUE_FATAL (run_plan (plan, n_in, in, o, &error));
   double want[SB * SL * SH * SD], mag[SB * SL * SH * SD];
@@ -292,6 +305,7 @@ test_self_attention (void)
   mha_case (SCALE_MUL, M_WHERE_FILL_FALSE, FALSE, 12);
   mha_case (SCALE_DIV, M_ADD, FALSE, 13);
   mha_case (SCALE_MUL, M_NONE, FALSE, 14);
+  mha_case (SCALE_DIV, M_CAUSAL, FALSE, 16);
 }
 
 /* The scores are a graph output: nothing is fused, the result is the same. */

@@ -15,11 +15,15 @@
 #endif
 
 /* e^x for x in float range, branch-free (vectorizable): Cephes' expf polynomial on
- * x − n·ln 2, scaled by 2^n through the exponent bits. |x| is clamped to [-87, 88]. */
+ * x − n·ln 2, scaled by 2^n through the exponent bits. x above 88 gives e^88; below −87, 0:
+ * e^−87 is 1.6e-38, a hair above the smallest normal float, and anything scaled down from there
+ * (a softmax's masked weights divided by their sum) would be a denormal, which costs the CPU a
+ * microcode assist per operation (a masked attention ran at half speed). */
 static inline __attribute__ ((always_inline)) float
 nn_fast_exp (float x)
 {
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  gboolean under = x < -87.0f;
+  x = under ? -87.0f : x > 88.0f ? 88.0f : x;
   float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -32,7 +36,7 @@ nn_fast_exp (float x)
   gint32 bits = ((gint32) n + 127) << 23;
   float scale;
   memcpy (&scale, &bits, sizeof scale);
-  return p * scale;
+  return under ? 0.0f : p * scale;
 }
 
 /* 1 / (1 + e^−x). */

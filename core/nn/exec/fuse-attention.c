@@ -331,7 +331,8 @@ nn_free_target_attention (Step *step)
  *
  * as six kernels and four transposes, with S [B, H, L, L] written and read four times. The fused
  * kernel reads Q, K and V where the projections left them (strides instead of transposes), keeps
- * one row of S in a small buffer and writes O in the layout its reader wants. */
+ * the scores of 16 queries at a time in a small buffer (transposed: a vector lane per query) and
+ * writes O in the layout its reader wants. */
 
 typedef enum { MASK_NONE, MASK_FILL_WHEN_TRUE, MASK_FILL_WHEN_FALSE, MASK_ADD } MaskMode;
 
@@ -346,95 +347,129 @@ typedef struct {
   gint64 ms[4];     /* the mask's strides over (b, h, i, j), 0 where broadcast */
 } SelfAttParams;
 
-/* Σ a[k]·b[k] over @n (a multiple of 16) values, in 16 partial sums the compiler keeps in one
- * vector register. */
-static inline __attribute__ ((always_inline)) float
-dot16 (const float *restrict a, const float *restrict b, gint64 n)
-{
-  float part[16] = {0};
-  for (gint64 k = 0; k < n; k += 16)
-    for (int t = 0; t < 16; t++)
-      part[t] += a[k + t] * b[k + t];
-  float sum = 0.0f;
-  for (int t = 0; t < 16; t++)
-    sum += part[t];
-  return sum;
-}
+/* Queries are taken QB at a time, a lane per query: the block's scores against key j, the
+ * softmax along j and O = P · V are then vertical vector operations (no sum across lanes, no
+ * padding of the keys). */
+#define QB 16
 
-/* Lk rounded up to whole vectors: the rows of the head's tiles are padded with zeros. */
-static inline gint64
-padded (gint64 n)
-{
-  return (n + 15) & ~(gint64) 15;
-}
-
-/* The scratch one head needs: Kᵀ and Vᵀ [D, Lkp] and the scores [Lq, Lkp]. */
+/* The scratch one head needs: Qᵀ [D, QB], Sᵀ [Lk, QB] and Oᵀ [D, QB]. */
 static inline gint64
 head_scratch (const SelfAttParams *p)
 {
-  return (2 * p->D + p->Lq) * padded (p->Lk);
+  return (2 * p->D + p->Lk) * QB;
 }
 
-/* Masks and scales one row of scores, then its softmax; the padding is zeroed. */
-NN_VECTORIZE NN_HOT static void
-scores_to_weights (const SelfAttParams *p, float *restrict s, const void *mask, gint64 mrow)
+/* A block's lanes as one vector (GCC's vector extension: one register with AVX-512, split into
+ * halves or quarters by the other clones); loads and stores need only float alignment. */
+typedef float Lanes __attribute__ ((vector_size (QB * sizeof (float)), aligned (sizeof (float))));
+
+/* Sᵀ[j] = the block's queries (Qᵀ, lane t = query t) · K[j], scaled. */
+NN_HOT static void
+block_scores (const SelfAttParams *p, const float *qt, const float *k, float *st)
 {
-  gint64 Lk = p->Lk, ms = p->ms[3];
-  if (p->divide)
-    for (gint64 j = 0; j < Lk; j++)
-      s[j] = s[j] / p->c;
-  else
-    for (gint64 j = 0; j < Lk; j++)
-      s[j] = s[j] * p->c;
-  if (p->mask == MASK_ADD) {
-    const float *m = (const float *) mask + mrow;
-    for (gint64 j = 0; j < Lk; j++)
-      s[j] += m[j * ms];
-  } else if (p->mask != MASK_NONE) {
-    const guint8 *m = (const guint8 *) mask + mrow;
-    guint8 when = p->mask == MASK_FILL_WHEN_TRUE;
-    for (gint64 j = 0; j < Lk; j++)
-      s[j] = (m[j * ms] != 0) == when ? p->fill : s[j];
+  float f = p->divide ? 1.0f / p->c : p->c;
+  for (gint64 j = 0; j < p->Lk; j++) {
+    const float *kr = k + j * p->ks[2];
+    Lanes acc = {0};
+    for (gint64 d = 0; d < p->D; d++)
+      acc += *(const Lanes *) (qt + d * QB) * kr[d];
+    *(Lanes *) (st + j * QB) = p->divide ? acc / p->c : acc * f;
   }
-  /* The padding takes part as −∞: e^(−∞ − max) is 0 (or below 1e-37), so the softmax runs over
-   * whole vectors without a remainder and the padded weights multiply V's zero padding. */
-  for (gint64 j = Lk; j < padded (Lk); j++)
-    s[j] = -INFINITY;
-  nn_softmax_row (s, s, padded (Lk));
 }
 
-/* One head of one row: Kᵀ and Vᵀ gathered into [D, Lkp] tiles, the scores of every query against
- * them (vectorized over the keys), each row masked and softmaxed, then O = P · V as dot products
- * of whole vectors. */
+/* The mask over Sᵀ; @moff[t] is lane t's offset into the mask (its query's row). */
 NN_VECTORIZE NN_HOT static void
+block_mask (const SelfAttParams *p, float *restrict st, const void *mask, const gint64 *moff)
+{
+  gboolean add = p->mask == MASK_ADD;
+  guint8 when = p->mask == MASK_FILL_WHEN_TRUE;
+  for (gint64 j = 0; j < p->Lk; j++) {
+    float *restrict s = st + j * QB;
+    gint64 mj = j * p->ms[3];
+    if (p->ms[2] == 0) { /* the same for every query (a key padding mask) */
+      float m = add ? ((const float *) mask)[mj + moff[0]] : 0.0f;
+      gboolean fill = !add && (((const guint8 *) mask)[mj + moff[0]] != 0) == when;
+      for (int t = 0; t < QB; t++)
+        s[t] = fill ? p->fill : s[t] + m;
+    } else if (add) {
+      const float *m = (const float *) mask + mj;
+      for (int t = 0; t < QB; t++)
+        s[t] += m[moff[t]];
+    } else {
+      const guint8 *m = (const guint8 *) mask + mj;
+      for (int t = 0; t < QB; t++)
+        s[t] = (m[moff[t]] != 0) == when ? p->fill : s[t];
+    }
+  }
+}
+
+typedef gint32 LaneBits __attribute__ ((vector_size (QB * sizeof (gint32)), aligned (sizeof (float))));
+
+/* Each lane's softmax along j, unnormalized (e^(s − max)); its 1 / Σ in @inv. */
+NN_VECTORIZE NN_HOT static void
+block_softmax (gint64 Lk, float *st, float *inv)
+{
+  Lanes mx = *(const Lanes *) st, sum = {0};
+  for (gint64 j = 1; j < Lk; j++) {
+    Lanes x = *(const Lanes *) (st + j * QB);
+    LaneBits gt = x > mx; /* NaN never wins, as in the unfused softmax */
+    mx = (Lanes) (((LaneBits) x & gt) | ((LaneBits) mx & ~gt));
+  }
+  for (gint64 j = 0; j < Lk; j++) {
+    float *restrict s = st + j * QB;
+    Lanes x = *(const Lanes *) s - mx;
+    float e[QB];
+    for (int t = 0; t < QB; t++)
+      e[t] = nn_fast_exp (x[t]);
+    memcpy (s, e, sizeof e);
+    sum += *(const Lanes *) e;
+  }
+  *(Lanes *) inv = 1.0f / sum;
+}
+
+/* Oᵀ[d] = Σ_j Pᵀ[j] · V[j][d], normalized by @inv. */
+NN_HOT static void
+block_pv (const SelfAttParams *p, const float *st, const float *v, const float *inv, float *ot)
+{
+  Lanes norm = *(const Lanes *) inv;
+  for (gint64 d = 0; d < p->D; d++) {
+    Lanes acc = {0};
+    for (gint64 j = 0; j < p->Lk; j++)
+      acc += *(const Lanes *) (st + j * QB) * v[j * p->vs[2] + d];
+    *(Lanes *) (ot + d * QB) = acc * norm;
+  }
+}
+
+/* One head of one row, QB queries at a time: Qᵀ gathered (lanes past Lq repeat the last query
+ * and are not written back), scores, mask, softmax, P · V, then O scattered to its layout. */
+static void
 attention_head (const SelfAttParams *p, gint64 b, gint64 h, const float *q, const float *k,
                 const float *v, const void *mask, float *o, float *scratch)
 {
-  gint64 Lk = p->Lk, Lkp = padded (Lk), D = p->D;
-  float *kt = scratch, *vt = kt + D * Lkp, *S = vt + D * Lkp;
-  memset (kt, 0, sizeof (float) * 2 * D * Lkp);
-  for (gint64 j = 0; j < Lk; j++) {
-    const float *kr = k + b * p->ks[0] + h * p->ks[1] + j * p->ks[2];
-    const float *vr = v + b * p->vs[0] + h * p->vs[1] + j * p->vs[2];
-    for (gint64 d = 0; d < D; d++) {
-      kt[d * Lkp + j] = kr[d];
-      vt[d * Lkp + j] = vr[d];
+  gint64 D = p->D;
+  float *qt = scratch, *ot = qt + D * QB, *st = ot + D * QB, inv[QB];
+  gint64 moff[QB];
+  k += b * p->ks[0] + h * p->ks[1];
+  v += b * p->vs[0] + h * p->vs[1];
+  for (gint64 i0 = 0; i0 < p->Lq; i0 += QB) {
+    gint64 n = MIN (QB, p->Lq - i0);
+    for (int t = 0; t < QB; t++) {
+      gint64 i = i0 + MIN (t, n - 1);
+      const float *qr = q + b * p->qs[0] + h * p->qs[1] + i * p->qs[2];
+      for (gint64 d = 0; d < D; d++)
+        qt[d * QB + t] = qr[d];
+      moff[t] = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
     }
-  }
-  for (gint64 i = 0; i < p->Lq; i++) {
-    const float *qr = q + b * p->qs[0] + h * p->qs[1] + i * p->qs[2];
-    float *restrict s = S + i * Lkp;
-    memset (s, 0, sizeof (float) * Lkp);
-    for (gint64 d = 0; d < D; d++) {
-      float qd = qr[d];
-      const float *restrict kd = kt + d * Lkp;
-      for (gint64 j = 0; j < Lkp; j++)
-        s[j] += qd * kd[j];
+    block_scores (p, qt, k, st);
+    if (p->mask != MASK_NONE)
+      block_mask (p, st, mask, moff);
+    block_softmax (p->Lk, st, inv);
+    block_pv (p, st, v, inv, ot);
+    for (gint64 t = 0; t < n; t++) {
+      float *orow = o + b * p->os[0] + h * p->os[1] + (i0 + t) * p->os[2];
+      for (gint64 d = 0; d < D; d++)
+        orow[d] = ot[d * QB + t];
     }
-    scores_to_weights (p, s, mask, b * p->ms[0] + h * p->ms[1] + i * p->ms[2]);
-    float *orow = o + b * p->os[0] + h * p->os[1] + i * p->os[2];
-    for (gint64 d = 0; d < D; d++)
-      orow[d] = dot16 (s, vt + d * Lkp, Lkp);
   }
 }
 
