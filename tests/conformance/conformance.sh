@@ -15,7 +15,8 @@
 # also needs python3) and ONNX Runtime on model.onnx must give every item the same score within
 # a relative 1e-5.
 #
-# Skips (exit 77) when Node.js or npm is missing or onnxruntime-node cannot be installed
+# Fails (a skip, exit 77, with SEDP_ALLOW_SKIP=1) when Node.js or npm is missing or
+# onnxruntime-node cannot be installed
 # (tools/ort/ensure-deps.sh: tools/ort/node_modules, else a cache folder filled by
 # `npm ci --ignore-scripts` from tools/ort/package-lock.json). Under `meson test --setup
 # valgrind` (SEDP_VALGRIND=1) a reduced matrix runs with every sedp command under memcheck;
@@ -36,9 +37,15 @@ BUILD=$2
 SRC=$3
 SUPPRESSIONS=${4:-}
 
+# What the suite needs is in scripts/debian-packages.txt, so a missing piece is a failure (CI must
+# never pass by skipping); SEDP_ALLOW_SKIP=1 makes it a skip (77) on a developer's machine.
 skip () {
-  echo "SKIP: $*"
-  exit 77
+  if [ "${SEDP_ALLOW_SKIP:-}" = 1 ]; then
+    echo "SKIP: $*"
+    exit 77
+  fi
+  echo "FAIL: $* (scripts/install-deps installs what is missing; SEDP_ALLOW_SKIP=1 skips instead)" >&2
+  exit 1
 }
 
 command -v node >/dev/null 2>&1 || skip "Node.js is not installed (the conformance test needs node and npm)"

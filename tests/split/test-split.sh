@@ -8,7 +8,11 @@
 set -eu
 sedp=$1
 src=$2
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
+if ! command -v python3 >/dev/null 2>&1; then # in scripts/debian-packages.txt: a skip only by request
+  [ "${SEDP_ALLOW_SKIP:-}" = 1 ] && { echo "python3 not found: skipped"; exit 77; }
+  echo "FAIL: python3 not found (scripts/install-deps installs it; SEDP_ALLOW_SKIP=1 skips)" >&2
+  exit 1
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sedp-split.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
