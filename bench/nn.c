@@ -24,6 +24,7 @@
  * SEDP_BENCH_QUICK=1: one 0.3 s run each. Needs Node.js and onnxruntime-node
  * (tools/ort/ensure-deps.sh installs it into a cache folder). */
 #include <cblas.h>
+#include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const all_archs[] = {"mlp",  "dlrm", "dcn", "deepfm", "mmoe", "wdl", "dcnv2",
                                         "dssm", "esmm", "ple", "din",    "dien", "bst",  NULL};
@@ -222,6 +224,29 @@ typedef struct {
   double ort;                     /* the better of the two */
 } Measure;
 
+/* Debian 12's OpenBLAS (0.3.21) does not know CPUs newer than itself (Emerald Rapids, model
+ * 207, among them) and falls back to its Prescott (SSE3) kernels, a quarter of its speed on such
+ * a CPU: the sgemm peak is OpenBLAS's own only with the kernels it would choose if it knew the
+ * CPU. OPENBLAS_CORETYPE is read when the library loads, so the benchmark runs itself again with
+ * it set (the sedp processes it starts inherit it). docs/models.md, "OpenBLAS on new CPUs". */
+static void
+blas_best_kernels (char **argv)
+{
+  if (g_getenv ("OPENBLAS_CORETYPE") || strcmp (openblas_get_corename (), "Prescott") != 0)
+    return;
+  __builtin_cpu_init ();
+  const char *core = __builtin_cpu_supports ("avx512f") ? "SkylakeX"
+                     : __builtin_cpu_supports ("avx2")  ? "Haswell"
+                                                        : NULL;
+  if (core == NULL)
+    return;
+  fprintf (stderr, "OpenBLAS chose its Prescott kernels on a CPU with %s: running again with "
+           "OPENBLAS_CORETYPE=%s\n", strcmp (core, "SkylakeX") == 0 ? "AVX-512" : "AVX2", core);
+  g_setenv ("OPENBLAS_CORETYPE", core, TRUE);
+  execv ("/proc/self/exe", argv);
+  die ("cannot run itself again: %s", g_strerror (errno));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -229,6 +254,7 @@ main (int argc, char **argv)
   int reps = 3;
   char **archs_opt = NULL;
   char *keep = NULL;
+  blas_best_kernels (argv);
   GOptionEntry entries[] = {
     {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "seconds of each timed run (default 1)", "S"},
     {"reps", 0, 0, G_OPTION_ARG_INT, &reps, "runs of each engine per configuration (default 3)", "N"},
