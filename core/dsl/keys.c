@@ -5,6 +5,7 @@
 
 #define P(field) G_STRUCT_OFFSET (SedpPipelineSpec, field)
 #define S(field) G_STRUCT_OFFSET (SedpStageSpec, field)
+#define M(field) G_STRUCT_OFFSET (SedpModelSpec, field)
 
 /* In the order of docs/pipeline-dsl.md's tables and of the parser's "known keys". */
 static const SedpDslKey pipeline_keys[] = {
@@ -42,12 +43,31 @@ static const SedpDslKey stage_keys[] = {
   {SEDP_DSL_GROUP_STAGE, "cpus", SEDP_DSL_KEY_CPUS, .offset = S (cpus), .count_offset = S (n_cpus)},
 };
 
+/* [model NAME]: a model served from a repository (docs/model-lifecycle.md). `version` is
+ * "latest" or a version number, checked by spec-model.c. */
+static const SedpDslKey model_keys[] = {
+  {SEDP_DSL_GROUP_MODEL, "repository", SEDP_DSL_KEY_PATH, .offset = M (repository)},
+  {SEDP_DSL_GROUP_MODEL, "version", SEDP_DSL_KEY_STRING, .offset = M (version)},
+  {SEDP_DSL_GROUP_MODEL, "public_key", SEDP_DSL_KEY_PATH, .offset = M (public_key)},
+  {SEDP_DSL_GROUP_MODEL, "poll_interval_s", SEDP_DSL_KEY_UINT, 1, 86400, 5,
+   .offset = M (poll_interval_s)},
+  {SEDP_DSL_GROUP_MODEL, "probation_s", SEDP_DSL_KEY_UINT, 0, 86400, 60, .offset = M (probation_s)},
+  {SEDP_DSL_GROUP_MODEL, "max_error_rate", SEDP_DSL_KEY_DOUBLE, .offset = M (max_error_rate),
+   .dmin = 0.0, .dmax = 1.0, .ddefault = 1.0},
+  {SEDP_DSL_GROUP_MODEL, "max_p99_over_previous", SEDP_DSL_KEY_DOUBLE,
+   .offset = M (max_p99_over_previous), .dmin = 0.0, .dmax = 1000.0, .ddefault = 0.0},
+};
+
 const SedpDslKey *
 sedp_dsl_keys (SedpDslGroup group, guint *n)
 {
   if (group == SEDP_DSL_GROUP_PIPELINE) {
     *n = G_N_ELEMENTS (pipeline_keys);
     return pipeline_keys;
+  }
+  if (group == SEDP_DSL_GROUP_MODEL) {
+    *n = G_N_ELEMENTS (model_keys);
+    return model_keys;
   }
   *n = G_N_ELEMENTS (stage_keys);
   return stage_keys;
@@ -85,5 +105,7 @@ sedp_dsl_keys_init (SedpDslGroup group, gpointer base)
       *SEDP_DSL_KEY_UINT_P (&keys[i], base) = (guint) keys[i].default_value;
     else if (keys[i].type == SEDP_DSL_KEY_CHOICE)
       *(int *) G_STRUCT_MEMBER_P (base, keys[i].offset) = (int) keys[i].default_value;
+    else if (keys[i].type == SEDP_DSL_KEY_DOUBLE)
+      *SEDP_DSL_KEY_DOUBLE_P (&keys[i], base) = keys[i].ddefault;
   }
 }

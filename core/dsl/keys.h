@@ -1,4 +1,5 @@
-/* sedp — the runtime's own keys of pipeline files ([pipeline] and [stage NAME]): one table of
+/* sedp — the runtime's own keys of pipeline files ([pipeline], [stage NAME] and [model NAME]):
+ * one table of
  * names, types, ranges, defaults and where each value lives in the parsed spec, read by the
  * parser (spec.c), the writer (spec-write.c), the comparison (spec-equal.c), the option checks
  * (options.c) and the search space of `sedp tune` (core/tune/space.c). The table is static and
@@ -13,6 +14,7 @@ G_BEGIN_DECLS
 typedef enum {
   SEDP_DSL_GROUP_PIPELINE,
   SEDP_DSL_GROUP_STAGE,
+  SEDP_DSL_GROUP_MODEL,
 } SedpDslGroup;
 
 /**
@@ -24,6 +26,7 @@ typedef enum {
  * @SEDP_DSL_KEY_LIST: comma-separated items; a %NULL-terminated `char **`
  * @SEDP_DSL_KEY_CPUS: a CPU list ("0,2-3"); a `guint *` with its length at `count_offset`
  * @SEDP_DSL_KEY_PATH: a file path, made absolute against the pipeline file's folder; a `char *`
+ * @SEDP_DSL_KEY_DOUBLE: a decimal number in [dmin, dmax]; a `double`
  */
 typedef enum {
   SEDP_DSL_KEY_UINT,
@@ -32,6 +35,7 @@ typedef enum {
   SEDP_DSL_KEY_LIST,
   SEDP_DSL_KEY_CPUS,
   SEDP_DSL_KEY_PATH,
+  SEDP_DSL_KEY_DOUBLE,
 } SedpDslKeyType;
 
 /**
@@ -46,8 +50,12 @@ typedef enum {
  *   file can write)
  * @choices: %SEDP_DSL_KEY_CHOICE: the words, '|'-separated
  * @first_choice: %SEDP_DSL_KEY_CHOICE: the spec's value of the first word
- * @offset: where the value lives in #SedpPipelineSpec (@group PIPELINE) or #SedpStageSpec
+ * @offset: where the value lives in #SedpPipelineSpec (@group PIPELINE), #SedpStageSpec or
+ *   #SedpModelSpec
  * @count_offset: %SEDP_DSL_KEY_CPUS: where the list's length lives
+ * @dmin: %SEDP_DSL_KEY_DOUBLE: the lowest value the parser accepts
+ * @dmax: %SEDP_DSL_KEY_DOUBLE: the highest
+ * @ddefault: %SEDP_DSL_KEY_DOUBLE: the value when the file does not set the key
  *
  * One runtime key. Static, read-only data: safe from any thread.
  */
@@ -62,6 +70,9 @@ typedef struct {
   guint first_choice;
   gsize offset;
   gsize count_offset;
+  double dmin;
+  double dmax;
+  double ddefault;
 } SedpDslKey;
 
 /**
@@ -88,12 +99,15 @@ SEDP_API char *sedp_dsl_key_names (SedpDslGroup group);
 
 /**
  * sedp_dsl_keys_init:
- * Sets every %SEDP_DSL_KEY_UINT and %SEDP_DSL_KEY_CHOICE key of @group in @base (a
- * #SedpPipelineSpec or a #SedpStageSpec, as @group says) to its default.
+ * Sets every %SEDP_DSL_KEY_UINT, %SEDP_DSL_KEY_CHOICE and %SEDP_DSL_KEY_DOUBLE key of @group
+ * in @base (a #SedpPipelineSpec, #SedpStageSpec or #SedpModelSpec, as @group says) to its
+ * default.
  */
 SEDP_API void sedp_dsl_keys_init (SedpDslGroup group, gpointer base);
 
 /** SEDP_DSL_KEY_UINT_P: the #guint of the %SEDP_DSL_KEY_UINT key @key in @base. */
 #define SEDP_DSL_KEY_UINT_P(key, base) ((guint *) G_STRUCT_MEMBER_P ((base), (key)->offset))
+/** SEDP_DSL_KEY_DOUBLE_P: the double of the %SEDP_DSL_KEY_DOUBLE key @key in @base. */
+#define SEDP_DSL_KEY_DOUBLE_P(key, base) ((double *) G_STRUCT_MEMBER_P ((base), (key)->offset))
 
 G_END_DECLS

@@ -22,6 +22,8 @@ key_equal (const SedpDslKey *k, gconstpointer a, gconstpointer b)
   switch (k->type) {
   case SEDP_DSL_KEY_UINT:
     return *(const guint *) fa == *(const guint *) fb;
+  case SEDP_DSL_KEY_DOUBLE:
+    return *(const double *) fa == *(const double *) fb;
   case SEDP_DSL_KEY_CHOICE:
     return *(const int *) fa == *(const int *) fb;
   case SEDP_DSL_KEY_STRING:
@@ -57,6 +59,21 @@ stage_equal (const SedpStageSpec *a, const SedpStageSpec *b)
          strv_equal (a->option_values, b->option_values);
 }
 
+/* The [model NAME] groups of @a and @b: the same names with the same keys, in the same order. */
+static gboolean
+models_equal (const GPtrArray *a, const GPtrArray *b)
+{
+  guint na = a ? a->len : 0, nb = b ? b->len : 0;
+  if (na != nb)
+    return FALSE;
+  for (guint i = 0; i < na; i++) {
+    const SedpModelSpec *ma = a->pdata[i], *mb = b->pdata[i];
+    if (strcmp (ma->name, mb->name) != 0 || !keys_equal (SEDP_DSL_GROUP_MODEL, ma, mb))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean
 sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b)
 {
@@ -64,7 +81,7 @@ sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b)
   if (g_strcmp0 (a->path, b->path) != 0 || g_strcmp0 (a->dir, b->dir) != 0 ||
       !keys_equal (SEDP_DSL_GROUP_PIPELINE, a, b) || a->stages->len != b->stages->len ||
       !strv_equal (a->tune_keys, b->tune_keys) || !strv_equal (a->tune_values, b->tune_values) ||
-      (a->tune_line != 0) != (b->tune_line != 0))
+      (a->tune_line != 0) != (b->tune_line != 0) || !models_equal (a->models, b->models))
     return FALSE;
   for (guint i = 0; i < a->stages->len; i++)
     if (!stage_equal (a->stages->pdata[i], b->stages->pdata[i]))

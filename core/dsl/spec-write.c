@@ -63,6 +63,10 @@ format_key (const SedpDslKey *k, gconstpointer base)
   switch (k->type) {
   case SEDP_DSL_KEY_UINT:
     return g_strdup_printf ("%u", *(const guint *) field);
+  case SEDP_DSL_KEY_DOUBLE: {
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    return g_strdup (g_ascii_dtostr (buf, sizeof buf, *(const double *) field));
+  }
   case SEDP_DSL_KEY_STRING:
   case SEDP_DSL_KEY_PATH:
     return g_strdup (*(char *const *) field);
@@ -94,6 +98,8 @@ is_default (const SedpDslKey *k, gconstpointer base)
     return *(const guint *) field == k->default_value;
   if (k->type == SEDP_DSL_KEY_CHOICE)
     return *(const int *) field == (int) k->default_value;
+  if (k->type == SEDP_DSL_KEY_DOUBLE)
+    return *(const double *) field == k->ddefault;
   if (k->type == SEDP_DSL_KEY_STRING)
     return FALSE;
   g_autofree char *text = format_key (k, base);
@@ -133,6 +139,15 @@ write_stage (Writer *w, const SedpStageSpec *s, GError **error)
   return TRUE;
 }
 
+static gboolean
+write_model (Writer *w, const SedpModelSpec *m, GError **error)
+{
+  g_autofree char *group = g_strconcat ("model ", m->name, NULL);
+  w->group = group;
+  g_string_append_printf (w->out, "\n[%s]\n", group);
+  return write_runtime_keys (w, SEDP_DSL_GROUP_MODEL, m, m->key_lines, error);
+}
+
 /* [tune], raw: its values were never unescaped nor substituted. */
 static void
 write_tune (Writer *w)
@@ -151,6 +166,8 @@ sedp_pipeline_spec_to_keyfile (const SedpPipelineSpec *spec, GError **error)
   g_return_val_if_fail (spec != NULL && spec->stages != NULL, NULL);
   Writer w = {g_string_new ("[pipeline]\n"), spec, "pipeline"};
   gboolean ok = write_runtime_keys (&w, SEDP_DSL_GROUP_PIPELINE, spec, spec->key_lines, error);
+  for (guint i = 0; ok && spec->models && i < spec->models->len; i++)
+    ok = write_model (&w, spec->models->pdata[i], error);
   for (guint i = 0; ok && i < spec->stages->len; i++)
     ok = write_stage (&w, spec->stages->pdata[i], error);
   if (ok)

@@ -2,6 +2,7 @@
 #include "spec.h"
 
 #include "keys.h"
+#include "spec-private.h"
 #include "../util/cpus.h"
 
 #include <sedp/protocol.h>
@@ -9,14 +10,9 @@
 
 G_DEFINE_QUARK (sedp-dsl-error-quark, sedp_dsl_error)
 
-/* Where each group and key sits in the file; GKeyFile merges duplicates silently, so they are
- * found here first. */
-typedef struct {
-  GHashTable *lines; /* "group\nkey" or "group" -> line number */
-} LineMap;
 
-static guint
-line_of (LineMap *map, const char *group, const char *key)
+guint
+dsl_line_of (LineMap *map, const char *group, const char *key)
 {
   g_autofree char *k = key ? g_strconcat (group, "\n", key, NULL) : g_strdup (group);
   return GPOINTER_TO_UINT (g_hash_table_lookup (map->lines, k));
@@ -45,7 +41,7 @@ prescan (const char *path, const char *text, gsize length, LineMap *map, GError 
       if (g_hash_table_contains (map->lines, group)) {
         g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
                      "%s:%u: [%s]: group defined twice (first on line %u)", path, no, group,
-                     line_of (map, group, NULL));
+                     dsl_line_of (map, group, NULL));
         return FALSE;
       }
       g_hash_table_insert (map->lines, g_strdup (group), GUINT_TO_POINTER (no));
@@ -71,7 +67,7 @@ prescan (const char *path, const char *text, gsize length, LineMap *map, GError 
     if (g_hash_table_contains (map->lines, k)) {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
                    "%s:%u: [%s] %s: key set twice (first on line %u)", path, no, group, key,
-                   line_of (map, group, key));
+                   dsl_line_of (map, group, key));
       return FALSE;
     }
     g_hash_table_insert (map->lines, g_steal_pointer (&k), GUINT_TO_POINTER (no));
@@ -118,17 +114,11 @@ sedp_dsl_substitute (const char *value, GError **error)
   return g_string_free (out, FALSE);
 }
 
-typedef struct {
-  const char *path;
-  const char *group;
-  LineMap *map;
-  GKeyFile *kf;
-} Ctx;
 
 
 /* The substituted value of @key, or NULL (with *error unset) when the key is absent. */
-static char *
-get_value (Ctx *c, const char *key, GError **error)
+char *
+dsl_get_value (Ctx *c, const char *key, GError **error)
 {
   g_autoptr (GError) local = NULL;
   g_autofree char *raw = g_key_file_get_value (c->kf, c->group, key, &local);
@@ -138,7 +128,7 @@ get_value (Ctx *c, const char *key, GError **error)
   char *v = sedp_dsl_substitute (unescaped ? unescaped : raw, &local);
   if (v == NULL) {
     g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_ENVIRONMENT, "%s:%u: [%s] %s: %s", c->path,
-                 line_of (c->map, c->group, key), c->group, key, local->message);
+                 dsl_line_of (c->map, c->group, key), c->group, key, local->message);
     return NULL;
   }
   return g_strstrip (v);
@@ -149,7 +139,7 @@ static gboolean
 get_cpus (Ctx *c, const char *key, guint **cpus, guint *n_cpus, GError **error)
 {
   GError *local = NULL;
-  char *text = get_value (c, key, &local);
+  char *text = dsl_get_value (c, key, &local);
   if (local) {
     g_propagate_error (error, local);
     return FALSE;
@@ -160,7 +150,7 @@ get_cpus (Ctx *c, const char *key, guint **cpus, guint *n_cpus, GError **error)
   g_free (text);
   if (list == NULL) {
     g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE, "%s:%u: [%s] %s: %s", c->path,
-                 line_of (c->map, c->group, key), c->group, key, local->message);
+                 dsl_line_of (c->map, c->group, key), c->group, key, local->message);
     g_error_free (local);
     return FALSE;
   }
@@ -170,14 +160,14 @@ get_cpus (Ctx *c, const char *key, guint **cpus, guint *n_cpus, GError **error)
 
 /* KEY = an integer in the current group, if set, within the range of the runtime key @key of
  * @group (keys.c), into its field of @base (the pipeline's or the stage's spec). */
-static gboolean
-get_uint (Ctx *c, SedpDslGroup group, const char *key, gpointer base, GError **error)
+gboolean
+dsl_get_uint (Ctx *c, SedpDslGroup group, const char *key, gpointer base, GError **error)
 {
   const SedpDslKey *k = sedp_dsl_runtime_key (group, key);
   guint64 min = k->min, max = k->max;
   guint *out = SEDP_DSL_KEY_UINT_P (k, base);
   g_autoptr (GError) local = NULL;
-  g_autofree char *v = get_value (c, key, &local);
+  g_autofree char *v = dsl_get_value (c, key, &local);
   if (local) {
     g_propagate_error (error, g_steal_pointer (&local));
     return FALSE;
@@ -189,7 +179,7 @@ get_uint (Ctx *c, SedpDslGroup group, const char *key, gpointer base, GError **e
     g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                  "%s:%u: [%s] %s: expected an integer from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
                  ", got '%s'",
-                 c->path, line_of (c->map, c->group, key), c->group, key, min, max, v);
+                 c->path, dsl_line_of (c->map, c->group, key), c->group, key, min, max, v);
     return FALSE;
   }
   *out = (guint) n;
@@ -227,19 +217,19 @@ static gboolean
 parse_warmup (Ctx *c, SedpPipelineSpec *spec, GError **error)
 {
   GError *local = NULL;
-  g_autofree char *warmup = get_value (c, "warmup", &local);
+  g_autofree char *warmup = dsl_get_value (c, "warmup", &local);
   if (local) {
     g_propagate_error (error, local);
     return FALSE;
   }
-  guint repeat_line = line_of (c->map, c->group, "warmup_repeat");
-  if (!get_uint (c, SEDP_DSL_GROUP_PIPELINE, "warmup_repeat", spec, error))
+  guint repeat_line = dsl_line_of (c->map, c->group, "warmup_repeat");
+  if (!dsl_get_uint (c, SEDP_DSL_GROUP_PIPELINE, "warmup_repeat", spec, error))
     return FALSE;
   if (warmup == NULL || *warmup == '\0') {
     if (warmup)
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                    "%s:%u: [pipeline] warmup: expected the path of a file of warm-up requests",
-                   c->path, line_of (c->map, c->group, "warmup"));
+                   c->path, dsl_line_of (c->map, c->group, "warmup"));
     else if (repeat_line)
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_MISSING_KEY,
                    "%s:%u: [pipeline] warmup_repeat: set without warmup (the file of warm-up "
@@ -248,7 +238,7 @@ parse_warmup (Ctx *c, SedpPipelineSpec *spec, GError **error)
   }
   g_free (spec->warmup);
   spec->warmup = g_canonicalize_filename (warmup, spec->dir);
-  spec->warmup_line = line_of (c->map, c->group, "warmup");
+  spec->warmup_line = dsl_line_of (c->map, c->group, "warmup");
   g_autoptr (GPtrArray) records = sedp_pipeline_spec_load_warmup (spec, error);
   return records != NULL;
 }
@@ -326,7 +316,7 @@ check_pipeline_keys (Ctx *c, SedpPipelineSpec *spec, GError **error)
   g_auto (GStrv) keys = g_key_file_get_keys (c->kf, c->group, NULL, NULL);
   spec->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; keys && keys[i]; i++) {
-    guint line = line_of (c->map, c->group, keys[i]);
+    guint line = dsl_line_of (c->map, c->group, keys[i]);
     if (sedp_dsl_runtime_key (SEDP_DSL_GROUP_PIPELINE, keys[i]) == NULL) {
       g_autofree char *known = sedp_dsl_key_names (SEDP_DSL_GROUP_PIPELINE);
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_KEY,
@@ -344,7 +334,7 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
   if (!check_pipeline_keys (c, spec, error))
     return FALSE;
   GError *local = NULL;
-  char *name = get_value (c, "name", &local);
+  char *name = dsl_get_value (c, "name", &local);
   if (local) {
     g_propagate_error (error, local);
     return FALSE;
@@ -353,20 +343,20 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
     if (!valid_name (name)) {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                    "%s:%u: [pipeline] name: '%s' is not a name (letters, digits, '_' and '-')",
-                   c->path, line_of (c->map, c->group, "name"), name);
+                   c->path, dsl_line_of (c->map, c->group, "name"), name);
       g_free (name);
       return FALSE;
     }
     g_free (spec->name);
     spec->name = name;
   }
-  if (!get_uint (c, SEDP_DSL_GROUP_PIPELINE, "deadline_ms", spec, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "frame_rows", spec, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "sync_workers", spec, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_PIPELINE, "idle_spin_us", spec, error) ||
+  if (!dsl_get_uint (c, SEDP_DSL_GROUP_PIPELINE, "deadline_ms", spec, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_PIPELINE, "frame_rows", spec, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_PIPELINE, "sync_workers", spec, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_PIPELINE, "idle_spin_us", spec, error) ||
       !get_cpus (c, "cpus", &spec->cpus, &spec->n_cpus, error))
     return FALSE;
-  g_autofree char *mode = get_value (c, "mode", &local);
+  g_autofree char *mode = dsl_get_value (c, "mode", &local);
   if (local) {
     g_propagate_error (error, local);
     return FALSE;
@@ -379,11 +369,11 @@ parse_pipeline_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
     else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                    "%s:%u: [pipeline] mode: expected 'staged' or 'sync', got '%s'", c->path,
-                   line_of (c->map, c->group, "mode"), mode);
+                   dsl_line_of (c->map, c->group, "mode"), mode);
       return FALSE;
     }
   }
-  g_autofree char *outputs = get_value (c, "outputs", &local);
+  g_autofree char *outputs = dsl_get_value (c, "outputs", &local);
   if (local) {
     g_propagate_error (error, local);
     return FALSE;
@@ -422,7 +412,7 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
 {
   SedpStageSpec *s = g_new0 (SedpStageSpec, 1);
   s->name = g_strdup (name);
-  s->line = line_of (c->map, c->group, NULL);
+  s->line = dsl_line_of (c->map, c->group, NULL);
   s->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   sedp_dsl_keys_init (SEDP_DSL_GROUP_STAGE, s);
   GError *local = NULL;
@@ -436,7 +426,7 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
                  s->line, c->group, name);
     goto fail;
   }
-  s->plugin = get_value (c, "plugin", &local);
+  s->plugin = dsl_get_value (c, "plugin", &local);
   if (local)
     goto propagate;
   if (s->plugin == NULL || *s->plugin == '\0') {
@@ -444,16 +434,16 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
                  "%s:%u: [%s] plugin: missing required key", c->path, s->line, c->group);
     goto fail;
   }
-  after = get_value (c, "after", &local);
+  after = dsl_get_value (c, "after", &local);
   if (local)
     goto propagate;
   s->after = split_list (after ? after : "");
-  char *drop = get_value (c, "drop_columns", &local);
+  char *drop = dsl_get_value (c, "drop_columns", &local);
   if (local)
     goto propagate;
   s->drop_columns = split_list (drop ? drop : "");
   g_free (drop);
-  scope = get_value (c, "scope", &local);
+  scope = dsl_get_value (c, "scope", &local);
   if (local)
     goto propagate;
   if (scope) {
@@ -464,14 +454,14 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
     else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                    "%s:%u: [%s] scope: expected 'request' or 'item', got '%s'", c->path,
-                   line_of (c->map, c->group, "scope"), c->group, scope);
+                   dsl_line_of (c->map, c->group, "scope"), c->group, scope);
       goto fail;
     }
   }
-  if (!get_uint (c, SEDP_DSL_GROUP_STAGE, "parallelism", s, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_STAGE, "batch", s, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_STAGE, "batch_timeout_us", s, error) ||
-      !get_uint (c, SEDP_DSL_GROUP_STAGE, "queue_capacity", s, error) ||
+  if (!dsl_get_uint (c, SEDP_DSL_GROUP_STAGE, "parallelism", s, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_STAGE, "batch", s, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_STAGE, "batch_timeout_us", s, error) ||
+      !dsl_get_uint (c, SEDP_DSL_GROUP_STAGE, "queue_capacity", s, error) ||
       !get_cpus (c, "cpus", &s->cpus, &s->n_cpus, error))
     goto fail;
 
@@ -479,16 +469,16 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   for (guint i = 0; keys && keys[i]; i++)
     if (is_stage_key (keys[i]))
       g_hash_table_insert (s->key_lines, g_strdup (keys[i]),
-                           GUINT_TO_POINTER (line_of (c->map, c->group, keys[i])));
+                           GUINT_TO_POINTER (dsl_line_of (c->map, c->group, keys[i])));
   GPtrArray *ok = g_ptr_array_new (), *ov = g_ptr_array_new ();
   GArray *ol = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; keys && keys[i]; i++) {
     if (is_stage_key (keys[i]))
       continue;
-    char *v = get_value (c, keys[i], &local);
+    char *v = dsl_get_value (c, keys[i], &local);
     if (local)
       break;
-    guint line = line_of (c->map, c->group, keys[i]);
+    guint line = dsl_line_of (c->map, c->group, keys[i]);
     g_ptr_array_add (ok, g_strdup (keys[i]));
     g_ptr_array_add (ov, v);
     g_array_append_val (ol, line);
@@ -537,9 +527,33 @@ parse_tune_group (Ctx *c, SedpPipelineSpec *spec)
   for (guint i = 0; i < n; i++) {
     spec->tune_keys[i] = g_strdup (keys[i]);
     spec->tune_values[i] = g_strstrip (g_key_file_get_value (c->kf, c->group, keys[i], NULL));
-    spec->tune_lines[i] = line_of (c->map, c->group, keys[i]);
+    spec->tune_lines[i] = dsl_line_of (c->map, c->group, keys[i]);
   }
-  spec->tune_line = line_of (c->map, c->group, NULL);
+  spec->tune_line = dsl_line_of (c->map, c->group, NULL);
+}
+
+/* [model NAME]: parsed (spec-model.c) and added, a name given twice refused. */
+static gboolean
+add_model_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  const char *name = c->group + strlen ("model ");
+  while (*name == ' ')
+    name++;
+  SedpModelSpec *m = dsl_parse_model_group (c, name, spec->dir, error);
+  if (m == NULL)
+    return FALSE;
+  for (guint j = 0; j < spec->models->len; j++) {
+    SedpModelSpec *o = spec->models->pdata[j];
+    if (strcmp (o->name, m->name) == 0) {
+      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                   "%s:%u: [%s]: model '%s' defined twice (first on line %u)", c->path, m->line,
+                   c->group, m->name, o->line);
+      dsl_model_spec_free (m);
+      return FALSE;
+    }
+  }
+  g_ptr_array_add (spec->models, m);
+  return TRUE;
 }
 
 SedpPipelineSpec *
@@ -560,6 +574,7 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
   spec->tune_values = g_new0 (char *, 1);
   spec->tune_lines = g_new0 (guint, 1);
   spec->stages = g_ptr_array_new_with_free_func ((GDestroyNotify) stage_spec_free);
+  spec->models = g_ptr_array_new_with_free_func ((GDestroyNotify) dsl_model_spec_free);
 
   LineMap map = {g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL)};
   g_autoptr (GKeyFile) kf = g_key_file_new ();
@@ -603,12 +618,16 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
         }
       }
       g_ptr_array_add (spec->stages, s);
+    } else if (g_str_has_prefix (groups[i], "model ")) {
+      if (!add_model_group (&c, spec, error))
+        goto out;
     } else if (strcmp (groups[i], "tune") == 0) {
       parse_tune_group (&c, spec);
     } else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME] or [tune])", path,
-                   line_of (&map, groups[i], NULL), groups[i]);
+                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME], [model NAME] "
+                   "or [tune])", path,
+                   dsl_line_of (&map, groups[i], NULL), groups[i]);
       goto out;
     }
   }
@@ -645,6 +664,8 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_free (spec->warmup);
   if (spec->stages)
     g_ptr_array_unref (spec->stages);
+  if (spec->models)
+    g_ptr_array_unref (spec->models);
   if (spec->key_lines)
     g_hash_table_unref (spec->key_lines);
   g_strfreev (spec->tune_keys);

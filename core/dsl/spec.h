@@ -60,6 +60,24 @@ typedef struct {
   GHashTable *key_lines;   /* runtime keys (plugin, after, scope, ...) -> their lines */
 } SedpStageSpec;
 
+/**
+ * SedpModelSpec: one `[model NAME]` group: a model served from a repository
+ * (docs/model-lifecycle.md). Stages name its parts as `@NAME` in their path options.
+ */
+typedef struct {
+  char *name;
+  char *repository;        /* absolute: the model's versions are in REPOSITORY/NAME/ */
+  char *version;           /* "latest" or a version number, as written (NULL: latest) */
+  gint64 pinned;           /* the pinned version, or 0 for the latest */
+  char *public_key;        /* absolute path of the Ed25519 public key, or NULL (unsigned ok) */
+  guint poll_interval_s;   /* the polling fallback's period */
+  guint probation_s;       /* how long after a swap the guards are watched (0: none) */
+  double max_error_rate;   /* failed items / items during probation above this: rollback (1: off) */
+  double max_p99_over_previous; /* p99 over the previous version's above this: rollback (0: off) */
+  guint line;              /* line of the group header */
+  GHashTable *key_lines;   /* the keys the file sets -> their lines */
+} SedpModelSpec;
+
 /** SedpPipelineSpec: a parsed pipeline file. */
 typedef struct {
   char *path;              /* as given */
@@ -77,6 +95,7 @@ typedef struct {
   guint warmup_line;       /* the line of the warmup key (0 when unset) */
   guint warmup_repeat;     /* how many times sedp serve sends the warm-up file (default 1) */
   GPtrArray *stages;       /* SedpStageSpec*, in file order */
+  GPtrArray *models;       /* SedpModelSpec*, the [model NAME] groups in file order */
   GHashTable *key_lines;   /* the [pipeline] keys the file sets -> their lines (NULL: none) */
   char **tune_keys;        /* the [tune] group (docs/tuning.md), kept as written for `sedp
                             * tune`: its keys in file order (NULL-terminated; empty without) */
