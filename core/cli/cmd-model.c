@@ -1,5 +1,7 @@
-/* sedp model — ONNX models: info, eval, bench, synth, split (cmd-model-split.c). */
+/* sedp model — ONNX models: info, eval, bench, synth, split (cmd-model-split.c), and model
+ * bundles: pack, verify, keygen, sign (cmd-model-bundle.c). */
 #include "cli.h"
+#include "cmd-model-bundle.h"
 #include "cmd-model-split.h"
 
 #include "../cube/cube-format.h"
@@ -710,11 +712,15 @@ static const SedpCliCommand subs[] = {
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
   {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien, bst)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},
+  {"pack", sedp_cmd_model_pack, "Make a bundle (REPO/NAME/VERSION) of a dense model and its cubes"},
+  {"verify", sedp_cmd_model_verify, "Check a bundle: names, manifest, digests, signature, contents"},
+  {"keygen", sedp_cmd_model_keygen, "Make an Ed25519 key pair to sign bundles"},
+  {"sign", sedp_cmd_model_sign, "Sign a bundle's manifest (writes manifest.sig)"},
 };
 
 int
 sedp_cmd_model (int argc, char **argv)
 {
-  return sedp_cli_dispatch ("model", "ONNX models of the dense engine.", NULL, subs,
+  return sedp_cli_dispatch ("model", "ONNX models of the dense engine, and model bundles.", NULL, subs,
                             G_N_ELEMENTS (subs), argc, argv);
 }

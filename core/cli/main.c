@@ -17,7 +17,7 @@ static const Command commands[] = {
   {"check", sedp_cmd_check, "Validate a pipeline file and print its compiled graph"},
   {"cube", sedp_cmd_cube, "Cubes of embeddings: build, info, verify, get, push"},
   {"inspect", sedp_cmd_inspect, "List plugins, or print one plugin's options"},
-  {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth, split"},
+  {"model", sedp_cmd_model, "ONNX models: info, eval, bench, synth, split; bundles: pack, verify, keygen, sign"},
   {"run", sedp_cmd_run, "Score a file of requests offline"},
   {"serve", sedp_cmd_serve, "Serve pipelines over HTTP"},
   {"shed", sedp_cmd_shed, "The load shedder: train its pruning DNN"},
