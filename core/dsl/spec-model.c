@@ -2,6 +2,8 @@
  * (docs/model-lifecycle.md, docs/pipeline-dsl.md). Its keys are keys.c's model table. */
 #include "spec-private.h"
 
+#include "../bundle/bundle.h"
+
 #include <string.h>
 
 void
@@ -16,20 +18,6 @@ dsl_model_spec_free (SedpModelSpec *m)
   if (m->key_lines)
     g_hash_table_unref (m->key_lines);
   g_free (m);
-}
-
-/* A model name: 1 to 128 of A-Z a-z 0-9 _ - ., not starting with '.' (a folder name in the
- * repository, safe in a URL path and a metric label). */
-static gboolean
-valid_model_name (const char *s)
-{
-  gsize n = strlen (s);
-  if (n == 0 || n > 128 || s[0] == '.')
-    return FALSE;
-  for (const char *p = s; *p; p++)
-    if (!g_ascii_isalnum (*p) && *p != '_' && *p != '-' && *p != '.')
-      return FALSE;
-  return TRUE;
 }
 
 /* Every key of the group is one of the table's; records where each one is. */
@@ -97,7 +85,8 @@ get_double (Ctx *c, const char *key, SedpModelSpec *m, GError **error)
   return TRUE;
 }
 
-/* version = latest, or a version number: decimal, 1 to 2^63 - 1, no sign, no leading zero. */
+/* version = latest, or a version number as the repository's folders are named
+ * (sedp_bundle_version_parse). */
 static gboolean
 get_version (Ctx *c, SedpModelSpec *m, GError **error)
 {
@@ -109,16 +98,14 @@ get_version (Ctx *c, SedpModelSpec *m, GError **error)
   }
   if (m->version == NULL || strcmp (m->version, "latest") == 0)
     return TRUE;
-  guint64 n = 0;
-  if (m->version[0] != '0' && g_ascii_isdigit (m->version[0]) &&
-      g_ascii_string_to_unsigned (m->version, 10, 1, G_MAXINT64, &n, NULL)) {
-    m->pinned = (gint64) n;
+  g_autoptr (GError) why = NULL;
+  m->pinned = sedp_bundle_version_parse (m->version, &why);
+  if (m->pinned > 0)
     return TRUE;
-  }
   g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
-               "%s:%u: [%s] version: expected 'latest' or a version number (1 to %" G_GINT64_FORMAT
-               ", no leading zeros), got '%s'",
-               c->path, dsl_line_of (c->map, c->group, "version"), c->group, G_MAXINT64, m->version);
+               "%s:%u: [%s] version: expected 'latest' or a version number, got '%s': %s",
+               c->path, dsl_line_of (c->map, c->group, "version"), c->group, m->version,
+               why->message);
   return FALSE;
 }
 
@@ -130,10 +117,10 @@ dsl_parse_model_group (Ctx *c, const char *name, const char *dir, GError **error
   m->line = dsl_line_of (c->map, c->group, NULL);
   m->key_lines = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   sedp_dsl_keys_init (SEDP_DSL_GROUP_MODEL, m);
-  if (!valid_model_name (name)) {
-    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                 "%s:%u: [%s]: '%s' is not a model name (1 to 128 letters, digits, '_', '-' "
-                 "and '.', not starting with '.')", c->path, m->line, c->group, name);
+  g_autoptr (GError) why = NULL;
+  if (!sedp_bundle_name_check (name, &why)) { /* the repository's rule (core/bundle/names.c) */
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP, "%s:%u: [%s]: %s", c->path,
+                 m->line, c->group, why->message);
     return NULL;
   }
   if (!check_keys (c, m, error) || !get_path (c, "repository", dir, &m->repository, error) ||

@@ -101,9 +101,9 @@ test_errors (void)
   expect_error ("[model ctr]\nrepository =\n", SEDP_DSL_ERROR_INVALID_VALUE,
                 "[model ctr] repository", "empty");
   expect_error ("[model .hidden]\nrepository = r\n", SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                "[model .hidden]", "not a model name");
+                "[model .hidden]", "is not allowed: it starts with '.'");
   expect_error ("[model a/b]\nrepository = r\n", SEDP_DSL_ERROR_UNKNOWN_GROUP, "[model a/b]",
-                "not a model name");
+                "is not allowed: it has a character outside");
   expect_error ("[model ctr]\nrepository = r\nmax_error_rate = 1.5\n",
                 SEDP_DSL_ERROR_INVALID_VALUE, ":6: [model ctr] max_error_rate", "got '1.5'");
   expect_error ("[model ctr]\nrepository = r\nmax_p99_over_previous = fast\n",
