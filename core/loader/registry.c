@@ -130,6 +130,13 @@ module_open (Module *m, const char *path)
   m->info.desc = d;
 }
 
+/* g_ptr_array_sort() passes pointers to the slots, not the strings. */
+static int
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
 static void
 scan_dir (SedpRegistry *reg, const char *root, const char *dir, guint depth)
 {
@@ -140,7 +147,7 @@ scan_dir (SedpRegistry *reg, const char *root, const char *dir, guint depth)
   const char *name;
   while ((name = g_dir_read_name (d)))
     g_ptr_array_add (names, g_strdup (name));
-  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+  g_ptr_array_sort (names, compare_names); /* the same order on every machine */
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_build_filename (dir, names->pdata[i], NULL);
     if (g_file_test (path, G_FILE_TEST_IS_DIR)) {
