@@ -1,6 +1,8 @@
 /* sedp — bundles: BLAKE2b-256 digests of files, hex, and the helpers for files and folders. */
 #include "bundle-private.h"
 
+#include "../util/hex.h"
+
 #include <errno.h>
 #include <sodium.h>
 #include <string.h>
@@ -9,26 +11,13 @@
 void
 sedp_bundle_hex (const guint8 *bytes, gsize n, char *out)
 {
-  static const char digits[] = "0123456789abcdef";
-  for (gsize k = 0; k < n; k++) {
-    out[2 * k] = digits[bytes[k] >> 4];
-    out[2 * k + 1] = digits[bytes[k] & 15];
-  }
-  out[2 * n] = '\0';
+  sedp_hex_encode (bytes, n, out);
 }
 
 gboolean
 bundle_unhex (const char *text, gsize len, guint8 *out, gsize n)
 {
-  if (len != 2 * n)
-    return FALSE;
-  for (gsize k = 0; k < n; k++) {
-    int hi = g_ascii_xdigit_value (text[2 * k]), lo = g_ascii_xdigit_value (text[2 * k + 1]);
-    if (hi < 0 || lo < 0)
-      return FALSE;
-    out[k] = (guint8) (hi << 4 | lo);
-  }
-  return TRUE;
+  return sedp_hex_decode (text, len, out, n);
 }
 
 gboolean

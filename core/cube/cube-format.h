@@ -17,6 +17,8 @@
 
 #include "cube.h"
 
+#include "../util/hex.h"
+
 #include <sodium.h>
 #include <string.h>
 
@@ -92,27 +94,14 @@ cube_slots_for (guint64 count)
 static inline void
 cube_hex (const guint8 *bytes, gsize n, char *out)
 {
-  static const char digits[] = "0123456789abcdef";
-  for (gsize k = 0; k < n; k++) {
-    out[2 * k] = digits[bytes[k] >> 4];
-    out[2 * k + 1] = digits[bytes[k] & 15];
-  }
-  out[2 * n] = '\0';
+  sedp_hex_encode (bytes, n, out);
 }
 
 /* Exactly 2 @n hex digits → @out. */
 static inline gboolean
 cube_unhex (const char *text, guint8 *out, gsize n)
 {
-  if (strlen (text) != 2 * n)
-    return FALSE;
-  for (gsize k = 0; k < n; k++) {
-    int hi = g_ascii_xdigit_value (text[2 * k]), lo = g_ascii_xdigit_value (text[2 * k + 1]);
-    if (hi < 0 || lo < 0)
-      return FALSE;
-    out[k] = (guint8) (hi << 4 | lo);
-  }
-  return TRUE;
+  return sedp_hex_decode (text, strlen (text), out, n);
 }
 
 /* "block-00042.bin" */
