@@ -917,6 +917,8 @@ sedp_cmd_model_split (int argc, char **argv)
 
   /* The dense model next to its place, then the cubes, then the dense model renamed. */
   sedp_cli_catch_signals (TRUE);
+  g_autofree char *dense_dir = g_path_get_dirname (dense_path);
+  g_mkdir_with_parents (dense_dir, 0755); /* a failure shows as the mkstemp's below */
   g_autofree char *tmp = g_strdup_printf ("%s.tmp-XXXXXX", dense_path);
   int fd = g_mkstemp (tmp);
   if (fd < 0) {
