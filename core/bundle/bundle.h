@@ -38,6 +38,8 @@ SEDP_API GQuark sedp_bundle_error_quark (void);
  *   not one model and its cubes
  * @SEDP_BUNDLE_ERROR_DOWNGRADE: a version lower than the one serving, without an explicit
  *   rollback
+ * @SEDP_BUNDLE_ERROR_NO_VERSION: a repository without the model's folder, a model folder
+ *   without any version, or a pinned version that is not there
  */
 typedef enum {
   SEDP_BUNDLE_ERROR_BAD_NAME,
@@ -47,6 +49,7 @@ typedef enum {
   SEDP_BUNDLE_ERROR_SIGNATURE,
   SEDP_BUNDLE_ERROR_CONTENT,
   SEDP_BUNDLE_ERROR_DOWNGRADE,
+  SEDP_BUNDLE_ERROR_NO_VERSION,
 } SedpBundleError;
 
 #define SEDP_BUNDLE_MANIFEST "manifest.json"
@@ -80,6 +83,24 @@ SEDP_API gint64 sedp_bundle_version_parse (const char *text, GError **error);
  * versions and the rollback endpoint. */
 SEDP_API gboolean sedp_bundle_check_upgrade (const char *name, gint64 serving, gint64 candidate,
                                              gboolean explicit_rollback, GError **error);
+
+/* ---- the repository (repository.c) --------------------------------------------------- */
+
+/* The versions of model @name in @repository: the sub-folders of REPOSITORY/NAME whose names
+ * are versions (sedp_bundle_version_parse()), ascending; every other entry (a "tmp.7" being
+ * written, a ".staging" folder, a file) is ignored. Returns (transfer full) a GArray of gint64,
+ * possibly empty, or NULL with NO_VERSION when REPOSITORY/NAME is not a folder, BAD_NAME for a
+ * @name the rules refuse, G_FILE_ERROR when it cannot be read. Looks only at names: the
+ * bundles are checked by sedp_bundle_verify(). */
+SEDP_API GArray *sedp_bundle_repository_versions (const char *repository, const char *name,
+                                                  GError **error);
+
+/* The bundle to serve for model @name: version @pinned when > 0 (NO_VERSION naming the versions
+ * there when it is missing), else the highest (NO_VERSION when there is none). Returns its
+ * version and sets @bundle_dir (transfer full) to REPOSITORY/NAME/VERSION; 0 with @error set
+ * as sedp_bundle_repository_versions() otherwise. */
+SEDP_API gint64 sedp_bundle_repository_resolve (const char *repository, const char *name,
+                                                gint64 pinned, char **bundle_dir, GError **error);
 
 /* ---- the manifest (manifest.c) ---------------------------------------------------------- */
 
