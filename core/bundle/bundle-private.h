@@ -57,9 +57,10 @@ gboolean bundle_check_contents (BundleCheck *check, GString *detail, GError **er
 gboolean bundle_tensors_match (const GPtrArray *actual, const GPtrArray *expected,
                                const char *what, const char *path, GError **error);
 
-/* Appends the inputs and outputs of @model (file @path) to @inputs and @outputs as the manifest
- * records them; CONTENT when one has no shape. */
-gboolean bundle_model_tensors (const SedpNnModel *model, const char *path, GPtrArray *inputs,
+/* Loads the ONNX model @file (named @shown in messages), checks that the engine runs it, and
+ * appends its inputs and outputs to @inputs and @outputs as the manifest records them; CONTENT
+ * when it does not load, has operators the engine lacks, or an input or output has no shape. */
+gboolean bundle_model_tensors (const char *file, const char *shown, GPtrArray *inputs,
                                GPtrArray *outputs, GError **error);
 
 /* Frees a SedpBundleTensor (the free function of a manifest's inputs and outputs). */

@@ -54,9 +54,10 @@ add_info (GPtrArray *to, const SedpNnTensor *info)
                                    (guint) MAX (info->rank, 0), info->dims);
 }
 
-gboolean
-bundle_model_tensors (const SedpNnModel *model, const char *path, GPtrArray *inputs,
-                      GPtrArray *outputs, GError **error)
+/* The inputs and outputs of the loaded @model (file @path). */
+static gboolean
+model_tensors (const SedpNnModel *model, const char *path, GPtrArray *inputs, GPtrArray *outputs,
+               GError **error)
 {
   guint n_in = sedp_nn_model_get_n_inputs (model), n = n_in + sedp_nn_model_get_n_outputs (model);
   for (guint i = 0; i < n; i++) {
@@ -73,6 +74,19 @@ bundle_model_tensors (const SedpNnModel *model, const char *path, GPtrArray *inp
     add_info (input ? inputs : outputs, &info);
   }
   return TRUE;
+}
+
+gboolean
+bundle_model_tensors (const char *file, const char *shown, GPtrArray *inputs, GPtrArray *outputs,
+                      GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  g_autoptr (SedpNnModel) model = sedp_nn_model_load (file, &local);
+  if (model == NULL || !sedp_nn_model_check (model, &local))
+    return bundle_fail (error, SEDP_BUNDLE_ERROR_CONTENT, "%s: the model %s: %s", shown,
+                        model ? "has operators the engine lacks" : "does not load",
+                        local->message);
+  return model_tensors (model, shown, inputs, outputs, error);
 }
 
 /* Cube @cube of the bundle opens, with the manifest's hash key. */
@@ -100,22 +114,17 @@ check_cube (BundleCheck *c, const char *cube, GString *detail, GError **error)
                       "pack the bundle again from cubes of one split)", shown, got, want);
 }
 
-/* The dense model loads, runs on the engine, and has the manifest's inputs and outputs. */
+/* The dense model loads, runs on the engine (bundle_model_tensors), and has the manifest's
+ * inputs and outputs. */
 static gboolean
 check_model (BundleCheck *c, GString *detail, GError **error)
 {
   const SedpBundleManifest *m = c->manifest;
   g_autofree char *full = g_build_filename (c->real, m->model, NULL);
   g_autofree char *shown = g_build_filename (c->dir, m->model, NULL);
-  g_autoptr (GError) local = NULL;
-  g_autoptr (SedpNnModel) model = sedp_nn_model_load (full, &local);
-  if (model == NULL || !sedp_nn_model_check (model, &local))
-    return bundle_fail (error, SEDP_BUNDLE_ERROR_CONTENT, "%s: the model %s: %s", shown,
-                        model ? "has operators the engine lacks" : "does not load",
-                        local->message);
   g_autoptr (GPtrArray) inputs = g_ptr_array_new_with_free_func (bundle_tensor_free);
   g_autoptr (GPtrArray) outputs = g_ptr_array_new_with_free_func (bundle_tensor_free);
-  if (!bundle_model_tensors (model, shown, inputs, outputs, error) ||
+  if (!bundle_model_tensors (full, shown, inputs, outputs, error) ||
       !bundle_tensors_match (inputs, m->inputs, "input", shown, error) ||
       !bundle_tensors_match (outputs, m->outputs, "output", shown, error))
     return FALSE;
