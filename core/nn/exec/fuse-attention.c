@@ -367,13 +367,12 @@ typedef float Lanes __attribute__ ((vector_size (QB * sizeof (float)), aligned (
 NN_HOT static void
 block_scores (const SelfAttParams *p, const float *qt, const float *k, float *st)
 {
-  float f = p->divide ? 1.0f / p->c : p->c;
   for (gint64 j = 0; j < p->Lk; j++) {
     const float *kr = k + j * p->ks[2];
     Lanes acc = {0};
     for (gint64 d = 0; d < p->D; d++)
       acc += *(const Lanes *) (qt + d * QB) * kr[d];
-    *(Lanes *) (st + j * QB) = p->divide ? acc / p->c : acc * f;
+    *(Lanes *) (st + j * QB) = p->divide ? acc / p->c : acc * p->c;
   }
 }
 
