@@ -93,13 +93,26 @@ member_value (JsonObject *o, const char *prefix, const Member *m, GType type, co
   return NULL;
 }
 
-/* The member's string (borrowed), NULL with MANIFEST when it is not a string. */
+/* @text when it is UTF-8, else NULL with MANIFEST naming member @prefix@name: json-glib 1.6
+ * decodes a malformed \u escape into bytes that are not UTF-8, which no writer could give back. */
+static const char *
+valid_text (const char *text, const char *where, const char *prefix, const char *name,
+            GError **error)
+{
+  if (g_utf8_validate (text, -1, NULL))
+    return text;
+  bundle_fail (error, SEDP_BUNDLE_ERROR_MANIFEST, "%s: member '%s%s' is not UTF-8 text (a "
+               "malformed \\u escape?)", where, prefix, name);
+  return NULL;
+}
+
+/* The member's string (borrowed), NULL with MANIFEST when it is not a string of UTF-8 text. */
 static const char *
 get_string (JsonObject *o, const char *prefix, const Member *m, const char *where,
             GError **error)
 {
   JsonNode *node = member_value (o, prefix, m, G_TYPE_STRING, where, error);
-  return node ? json_node_get_string (node) : NULL;
+  return node ? valid_text (json_node_get_string (node), where, prefix, m->name, error) : NULL;
 }
 
 /* The member's integer into @out; FALSE with MANIFEST when not an integer ≥ @min. */
@@ -256,8 +269,8 @@ read_cubes (JsonObject *o, SedpBundleManifest *m, const char *where, GError **er
       return bundle_fail (error, SEDP_BUNDLE_ERROR_MANIFEST, "%s: member '%s' must be a string "
                           "(a cube folder's path in the bundle), not %s", where, member,
                           node_kind (node));
-    const char *path = json_node_get_string (node);
-    if (!sedp_bundle_path_check (path, where, member, error))
+    const char *path = valid_text (json_node_get_string (node), where, "", member, error);
+    if (path == NULL || !sedp_bundle_path_check (path, where, member, error))
       return FALSE;
     if (g_ptr_array_find_with_equal_func (m->cubes, path, g_str_equal, NULL))
       return bundle_fail (error, SEDP_BUNDLE_ERROR_MANIFEST, "%s: member '%s': cube '%s' is "
