@@ -605,17 +605,45 @@ call_thread (gpointer data)
   return NULL;
 }
 
+/* Reads one gauge of the pipeline "slow" from /metrics (-1 when absent). */
+static double
+slow_gauge (guint port, const char *stage, const char *name)
+{
+  g_autofree char *sample = g_strdup_printf ("sedp_%s{pipeline=\"slow\",stage=\"%s\"} ", name, stage);
+  Resp m;
+  get (port, "/metrics", &m);
+  double v = metric_value (m.body, sample);
+  resp_clear (&m);
+  return v;
+}
+
+/* Polls the gauge every 10 ms until it reads want, for up to 5 s. */
+static gboolean
+slow_gauge_reaches (guint port, const char *stage, const char *name, double want)
+{
+  double v = -1;
+  for (guint t = 0; t < 500; t++) {
+    v = slow_gauge (port, stage, name);
+    if (v == want)
+      return TRUE;
+    g_usleep (10000);
+  }
+  fprintf (stderr, "\n  %s of stage %s last read %g, never %g\n", name, stage, v, want);
+  return FALSE;
+}
+
 /* A slow request-scope stage behind a source with a queue of one: most of a burst is refused.
- * Each request holds the stage 1 s, so that clients whose threads start late (a machine busy
- * with the other suites) still find one waiting: with 0.3 s the depth was missed once in a
- * parallel run of every suite. */
+ * The clients are started in steps, each once /metrics shows the previous one where it
+ * should be: the first held in the slow stage, the second waiting in its channel of one. A
+ * burst of all sixteen at once raced: on a fast machine the reader's queue of one refused
+ * fifteen before the first moved on, and the channel was never seen holding one. */
 static void
 test_overload (void)
 {
   const char *slow = "[pipeline]\nname = slow\ndeadline_ms = 30000\n"
                      "[stage reader]\nplugin = data_reader\nqueue_capacity = 1\n"
                      "[stage wait]\nplugin = synthetic_work\nafter = reader\nscope = request\n"
-                     "sleep_us = 1000000\nqueue_capacity = 1\n"
+                     "sleep_us = 1500000\nqueue_capacity = 1\n"
                      "[stage score]\nplugin = synthetic_work\nafter = wait\noutput = score\n";
   const char *pipelines[] = {slow, NULL};
   Server s;
@@ -624,25 +652,23 @@ test_overload (void)
   enum { N = 16 };
   Call calls[N];
   GThread *threads[N];
-  for (guint i = 0; i < N; i++) {
+  for (guint i = 0; i < N; i++)
     calls[i] = (Call) {s.port, "slow", {0}, NULL};
-    threads[i] = g_thread_new ("client", call_thread, &calls[i]);
-  }
-  /* While the first request is held, the next one waits in the slow stage's channel of one:
-   * /metrics shows it. */
-  gboolean queued = FALSE;
-  double depth = -1;
-  for (guint t = 0; t < 300 && !queued; t++) { /* up to 3 s: the clients' threads start late on a busy machine */
-    Resp m;
-    get (s.port, "/metrics", &m);
-    depth = metric_value (m.body, "sedp_queue_depth{pipeline=\"slow\",stage=\"wait\"} ");
-    queued = depth == 1;
-    resp_clear (&m);
+  threads[0] = g_thread_new ("client", call_thread, &calls[0]);
+  /* The first request is in the slow stage: in flight, with both channels empty. */
+  gboolean held = FALSE;
+  for (guint t = 0; t < 500 && !held; t++) {
+    held = slow_gauge (s.port, "pipeline", "requests_in_flight") == 1 &&
+           slow_gauge (s.port, "reader", "queue_depth") == 0 &&
+           slow_gauge (s.port, "wait", "queue_depth") == 0;
     g_usleep (10000);
   }
-  if (!queued)
-    fprintf (stderr, "\n  the wait stage's queue depth last read %g, never 1\n", depth);
-  CU_ASSERT_TRUE (queued);
+  CU_ASSERT_TRUE (held);
+  /* While the first is held, the second waits in the slow stage's channel of one. */
+  threads[1] = g_thread_new ("client", call_thread, &calls[1]);
+  CU_ASSERT_TRUE (slow_gauge_reaches (s.port, "wait", "queue_depth", 1));
+  for (guint i = 2; i < N; i++)
+    threads[i] = g_thread_new ("client", call_thread, &calls[i]);
   guint ok = 0, refused = 0;
   for (guint i = 0; i < N; i++) {
     g_thread_join (threads[i]);
