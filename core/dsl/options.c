@@ -51,10 +51,51 @@ in_range (const SedpOptionSpec *o, double v)
   return !(o->min < o->max) || (v >= o->min && v <= o->max);
 }
 
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The references of @parts, sorted, as "@a, @a/b, …" (at most 12, then "…"). */
+static char *
+list_model_parts (GHashTable *parts)
+{
+  g_autofree gpointer *keys = (gpointer *) g_hash_table_get_keys_as_array (parts, NULL);
+  guint n = g_hash_table_size (parts);
+  qsort (keys, n, sizeof (gpointer), compare_strings);
+  GString *out = g_string_new (NULL);
+  for (guint i = 0; i < n && i < 12; i++)
+    g_string_append_printf (out, "%s%s", i ? ", " : "", (const char *) keys[i]);
+  if (n > 12)
+    g_string_append (out, ", …");
+  return g_string_free (out, FALSE);
+}
+
+/* A PATH value "@NAME[/PATH]": a part of a [model NAME]'s bundle (docs/model-lifecycle.md). */
+static gboolean
+resolve_model_part (const char *text, GHashTable *parts, OptionValue *out, char **why)
+{
+  const char *path = parts ? g_hash_table_lookup (parts, text) : NULL;
+  if (path == NULL) {
+    g_autofree char *known = parts ? list_model_parts (parts) : NULL;
+    *why = known && *known
+               ? g_strdup_printf ("'%s' is not a part of a served model's bundle (its parts: %s)",
+                                  text, known)
+               : g_strdup_printf ("'%s' names a model's bundle, but the pipeline has no [model "
+                                  "NAME] group: add one (docs/model-lifecycle.md)", text);
+    return FALSE;
+  }
+  g_free (out->s);
+  out->s = g_strdup (path);
+  out->set = TRUE;
+  return TRUE;
+}
+
 /* Parses @text as option @o into @out; on failure returns FALSE and sets *@why. */
 static gboolean
-parse_one (const SedpOptionSpec *o, const char *text, const char *base_dir, OptionValue *out,
-           char **why)
+parse_one (const SedpOptionSpec *o, const char *text, const char *base_dir, GHashTable *parts,
+           OptionValue *out, char **why)
 {
   switch (o->type) {
   case SEDP_OPTION_BOOL:
@@ -102,6 +143,8 @@ parse_one (const SedpOptionSpec *o, const char *text, const char *base_dir, Opti
     out->s = g_strdup (text);
     break;
   case SEDP_OPTION_PATH:
+    if (text[0] == '@')
+      return resolve_model_part (text, parts, out, why);
     g_free (out->s);
     out->s = *text ? g_canonicalize_filename (text, base_dir) : g_strdup ("");
     break;
@@ -117,10 +160,10 @@ parse_one (const SedpOptionSpec *o, const char *text, const char *base_dir, Opti
     break;
   }
   case SEDP_OPTION_STRING_LIST: {
-    g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+    g_auto (GStrv) pieces = g_strsplit (text, ",", -1);
     GPtrArray *items = g_ptr_array_new ();
-    for (guint k = 0; parts[k]; k++) {
-      char *item = g_strstrip (parts[k]);
+    for (guint k = 0; pieces[k]; k++) {
+      char *item = g_strstrip (pieces[k]);
       if (*item)
         g_ptr_array_add (items, g_strdup (item));
     }
@@ -139,7 +182,8 @@ parse_one (const SedpOptionSpec *o, const char *text, const char *base_dir, Opti
 
 SedpOptionValues *
 sedp_option_values_parse (const SedpOptionSpec *schema, const SedpStageSpec *stage,
-                          const char *path, const char *base_dir, GError **error)
+                          const char *path, const char *base_dir, GHashTable *parts,
+                          GError **error)
 {
   SedpOptionValues *vals = g_new0 (SedpOptionValues, 1);
   vals->schema = schema;
@@ -151,7 +195,7 @@ sedp_option_values_parse (const SedpOptionSpec *schema, const SedpStageSpec *sta
     const SedpOptionSpec *o = &schema[i];
     if (o->default_value) {
       char *why = NULL;
-      if (!parse_one (o, o->default_value, base_dir, &vals->values[i], &why)) {
+      if (!parse_one (o, o->default_value, base_dir, parts, &vals->values[i], &why)) {
         g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_PLUGIN,
                      "%s:%u: [stage %s]: plugin '%s' has a bad default for '%s': %s", path,
                      stage->line, stage->name, stage->plugin, o->name, why);
@@ -180,7 +224,7 @@ sedp_option_values_parse (const SedpOptionSpec *schema, const SedpStageSpec *sta
       goto fail;
     }
     char *why = NULL;
-    if (!parse_one (&schema[i], stage->option_values[k], base_dir, &vals->values[i], &why)) {
+    if (!parse_one (&schema[i], stage->option_values[k], base_dir, parts, &vals->values[i], &why)) {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
                    "%s:%u: [stage %s] %s: %s", path, stage->option_lines[k], stage->name, key, why);
       g_free (why);

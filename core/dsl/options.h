@@ -12,10 +12,13 @@ typedef struct _SedpOptionValues SedpOptionValues;
 
 /* Checks @stage's plugin options against @schema: unknown keys, wrong types, out-of-range
  * values and missing required options are errors naming @path, the group and the key. PATH
- * options are resolved against @base_dir. */
+ * options are resolved against @base_dir, except a value starting with '@': a part of a served
+ * model's bundle, looked up in @parts (nullable; "@ctr", "@ctr/cube" → absolute paths, as
+ * sedp_graph_bind_models() builds it), an error listing the parts when it is not there. */
 SEDP_API SedpOptionValues *sedp_option_values_parse (const SedpOptionSpec *schema,
                                                      const SedpStageSpec *stage, const char *path,
-                                                     const char *base_dir, GError **error);
+                                                     const char *base_dir, GHashTable *parts,
+                                                     GError **error);
 
 SEDP_API void sedp_option_values_free (SedpOptionValues *values);
 

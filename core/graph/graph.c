@@ -27,6 +27,8 @@ sedp_graph_free (SedpGraph *g)
   g_free (g->nodes);
   g_free (g->topo);
   g_free (g->sinks);
+  if (g->models)
+    g_ptr_array_unref (g->models);
   sedp_pipeline_spec_free (g->spec);
   g_free (g);
 }
@@ -59,8 +61,19 @@ find_cycle (SedpGraph *g, guint v, guint8 *color, GArray *stack, GString *path)
 SedpGraph *
 sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry, GError **error)
 {
+  return sedp_graph_compile_versions (spec, registry, NULL, error);
+}
+
+SedpGraph *
+sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry, GHashTable *versions,
+                             GError **error)
+{
   g_autoptr (SedpGraph) g = g_new0 (SedpGraph, 1);
   g->spec = spec;
+  g_autoptr (GHashTable) parts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g->models = sedp_graph_bind_models (spec, versions, parts, error);
+  if (g->models == NULL)
+    return NULL;
   const char *path = spec->path;
   guint n = spec->stages->len;
 
@@ -228,7 +241,7 @@ sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry, GError **err
       return NULL;
     }
     node->options = sedp_option_values_parse (node->plugin->desc->options, node->spec, path,
-                                              spec->dir, error);
+                                              spec->dir, parts, error);
     if (node->options == NULL)
       return NULL;
   }
@@ -242,6 +255,16 @@ sedp_graph_load (const char *path, SedpRegistry *registry, GError **error)
   if (spec == NULL)
     return NULL;
   return sedp_graph_compile (spec, registry, error);
+}
+
+SedpGraph *
+sedp_graph_load_versions (const char *path, SedpRegistry *registry, GHashTable *versions,
+                          GError **error)
+{
+  SedpPipelineSpec *spec = sedp_pipeline_spec_load (path, error);
+  if (spec == NULL)
+    return NULL;
+  return sedp_graph_compile_versions (spec, registry, versions, error);
 }
 
 static const char *

@@ -4,6 +4,7 @@
 #include "../dsl/options.h"
 #include "../dsl/spec.h"
 #include "../loader/registry.h"
+#include "models.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,8 @@ typedef struct {
   guint source;
   guint n_sinks;
   guint *sinks;
+  GPtrArray *models;               /* SedpGraphModel*: the versions of the [model NAME] groups
+                                    * the stages were created from (empty without any) */
 } SedpGraph;
 
 /* Resolves every stage's plugin in @registry, validates its options and checks the graph:
@@ -37,6 +40,11 @@ typedef struct {
  * a source that is not request scope. Takes ownership of @spec (also on error). */
 SEDP_API SedpGraph *sedp_graph_compile (SedpPipelineSpec *spec, SedpRegistry *registry,
                                         GError **error);
+
+/* sedp_graph_compile() binding the [model NAME] groups first (sedp_graph_bind_models(), with
+ * @versions, nullable): the stages' "@NAME" path options name the bound bundles' parts. */
+SEDP_API SedpGraph *sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry,
+                                                 GHashTable *versions, GError **error);
 
 SEDP_API void sedp_graph_free (SedpGraph *graph);
 
@@ -48,6 +56,10 @@ SEDP_API void sedp_graph_write_dot (const SedpGraph *graph, GString *out);
 
 /* Loads, parses and compiles a pipeline file in one step. */
 SEDP_API SedpGraph *sedp_graph_load (const char *path, SedpRegistry *registry, GError **error);
+
+/* sedp_graph_load() with sedp_graph_compile_versions(). */
+SEDP_API SedpGraph *sedp_graph_load_versions (const char *path, SedpRegistry *registry,
+                                              GHashTable *versions, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpGraph, sedp_graph_free)
 

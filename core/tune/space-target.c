@@ -62,7 +62,7 @@ option_start (const SedpPipelineSpec *spec, const SedpOptionSpec *schema, SedpTu
               GError **error)
 {
   SedpOptionValues *values =
-      sedp_option_values_parse (schema, t->stage, spec->path, spec->dir, error);
+      sedp_option_values_parse (schema, t->stage, spec->path, spec->dir, NULL, error);
   if (values == NULL)
     return FALSE;
   SedpOptionType type;
