@@ -56,6 +56,7 @@ sedp_cmd_serve (int argc, char **argv)
   g_autofree char *cpus = NULL;
   gint drain_timeout = 30;
   gint heap_release = 10;
+  g_autofree char *admin_token_file = NULL;
   const GOptionEntry entries[] = {
     {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
      "Address and port to listen on (default 127.0.0.1:8080; port 0 picks a free one)", "ADDR:PORT"},
@@ -67,12 +68,16 @@ sedp_cmd_serve (int argc, char **argv)
      "On SIGTERM/SIGINT, once the pipelines drained, the most seconds to wait for the last responses to be sent (default 30)", "SECONDS"},
     {"heap-release-interval", 0, 0, G_OPTION_ARG_INT, &heap_release,
      "Every SECONDS, give the heap's free pages back to the system, so that a burst's memory does not stay resident (default 10; 0: never)", "SECONDS"},
+    {"admin-token-file", 0, 0, G_OPTION_ARG_FILENAME, &admin_token_file,
+     "Enable the admin API (POST /v1/admin/models/NAME:reload and :rollback; docs/model-lifecycle.md): its calls carry 'Authorization: Bearer TOKEN', TOKEN the first line of FILE (mode 600, at least 16 characters). Without it the admin API answers 404", "FILE"},
     G_OPTION_ENTRY_NULL,
   };
   if (!sedp_cli_parse ("serve", "PIPELINE… [--listen ADDR:PORT]",
                        "Serves every PIPELINE (under its [pipeline] name) over HTTP: "
                        "POST /v1/pipelines/NAME:predict, POST /v1/feedback, GET /healthz, "
-                       "GET /v1/pipelines and GET /metrics (see docs/serving.md). SIGTERM or SIGINT "
+                       "GET /v1/pipelines, GET /v1/models/NAME and GET /metrics (see "
+                       "docs/serving.md). A pipeline's [model NAME] groups are reloaded when a "
+                       "new version appears in their repository (docs/model-lifecycle.md). SIGTERM or SIGINT "
                        "stops accepting requests, drains the ones in flight and exits 0.",
                        entries, &argc, &argv))
     return 2;
@@ -100,7 +105,9 @@ sedp_cmd_serve (int argc, char **argv)
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
   g_autoptr (GError) error = NULL;
   SedpServer *server = sedp_server_new ((gsize) max_body);
-  for (int i = 1; i < argc; i++)
+  if (admin_token_file)
+    sedp_server_set_admin_token_file (server, admin_token_file, &error);
+  for (int i = 1; error == NULL && i < argc; i++)
     if (!sedp_server_add_pipeline (server, argv[i], registry, &error))
       break;
   if (error == NULL)

@@ -3,9 +3,12 @@
  * A predict request is paused while its pipeline runs it; the completion callback (a runtime
  * thread) hands the request back to the main context, where the response is encoded and the
  * message unpaused: SoupServerMessage is only touched from the main context. */
-#include "server.h"
+#include "server-private.h"
+
+#include "reload.h"
 
 #include "../dsl/spec.h"
+#include "admin.h"
 #include "../io/peek.h"
 #include "../io/protocol.h"
 #include "screen.h"
@@ -16,52 +19,15 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sedp/query-cache.h>
+#include <sodium.h>
 #include <stddef.h>
 #include <string.h>
-
-typedef struct {
-  char *name;
-  char *path;
-  SedpPipeline *pipeline;
-  char **outputs;          /* the pipeline's outputs (NULL-terminated, maybe empty) */
-  /* Warm-up (docs/serving.md#warm-up): the records of [pipeline] warmup, sent one at a time,
-   * warmup_repeat times over, before the pipeline is ready. */
-  GPtrArray *warmup;       /* SedpWarmupRecord*, or NULL without warmup */
-  char *warmup_file;
-  guint warmup_repeat;
-  guint warmup_total;      /* records × repeat */
-  guint warmup_sent;
-  guint warmup_completed;
-  guint warmup_timed_out;
-  gint64 warmup_start;     /* monotonic µs; 0 before it started */
-  gint64 warmup_end;       /* 0 until it ended */
-  gboolean ready;          /* loaded, started and warmed up */
-} Served;
-
-struct _SedpServer {
-  SoupServer *soup;
-  GMainContext *context;
-  gsize max_body;
-  GPtrArray *served;       /* Served*, in the order added */
-  gboolean draining;
-  gint drained;            /* set by the drain thread once every pipeline stopped */
-  guint n_open;            /* predict messages paused or being written */
-  guint64 next_id;
-  guint port;
-  GSocketService *service; /* accepts the connections (see on_incoming); NULL before listening */
-  /* Warm-up */
-  guint n_warming;         /* warm-up requests submitted and not delivered back */
-  gboolean warmup_failed;
-  SedpServerWarmupDone warmup_done;
-  gpointer warmup_done_data;
-  GError *warmup_error;    /* what the done callback gets */
-  GSource *warmup_idle;    /* calls it */
-};
 
 /* One predict request in flight. */
 typedef struct {
   SedpServer *server;
   Served *served;
+  Instance *instance;      /* the version it runs on: a reference */
   SoupServerMessage *msg;  /* referenced */
   SedpRequest *request;    /* referenced */
   SedpProtocolFormat format;
@@ -71,7 +37,10 @@ static void
 served_free (gpointer p)
 {
   Served *s = p;
-  sedp_pipeline_free (s->pipeline);
+  reloader_free (s->reloader);
+  if (s->current)
+    instance_free_now (s->current);
+  g_free (s->spec_text);
   g_strfreev (s->outputs);
   if (s->warmup)
     g_ptr_array_unref (s->warmup);
@@ -104,8 +73,8 @@ respond_text (SoupServerMessage *msg, guint status, const char *text)
 }
 
 /* An error: {"error": {"code": STATUS, "message": TEXT}}. */
-static void
-respond_error (SoupServerMessage *msg, guint status, const char *message)
+void
+server_respond_error (SoupServerMessage *msg, guint status, const char *message)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
@@ -123,29 +92,29 @@ respond_error (SoupServerMessage *msg, guint status, const char *message)
   soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_TAKE, text, strlen (text));
 }
 
-static void
-respond_json (SoupServerMessage *msg, JsonBuilder *b)
+void
+server_respond_json (SoupServerMessage *msg, guint status, JsonBuilder *b)
 {
   g_autoptr (JsonNode) root = json_builder_get_root (b);
   char *text = json_to_string (root, TRUE);
-  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_status (msg, status, NULL);
   soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_TAKE, text, strlen (text));
 }
 
-static void
-method_not_allowed (SoupServerMessage *msg, const char *allow)
+void
+server_method_not_allowed (SoupServerMessage *msg, const char *allow)
 {
   soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow", allow);
   g_autofree char *m = g_strdup_printf ("method %s not allowed (allowed: %s)",
                                         soup_server_message_get_method (msg), allow);
-  respond_error (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, m);
+  server_respond_error (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, m);
 }
 
 static void
 unavailable (SoupServerMessage *msg, const char *why)
 {
   soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Retry-After", "1");
-  respond_error (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, why);
+  server_respond_error (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, why);
 }
 
 /* ---- predict ---- */
@@ -166,15 +135,16 @@ deliver (gpointer data)
   const SedpResult *res = sedp_request_get_result (p->request);
   SedpStatus status = sedp_result_get_status (res);
   const char *message = sedp_result_get_message (res);
+  gboolean failed = FALSE;
   if (status == SEDP_STATUS_FAILED) {
-    if (message && strstr (message, "invalid request: "))
-      respond_error (p->msg, SOUP_STATUS_BAD_REQUEST, message);
-    else
-      respond_error (p->msg, SOUP_STATUS_INTERNAL_SERVER_ERROR, message ? message : "request failed");
+    failed = !(message && strstr (message, "invalid request: "));
+    server_respond_error (p->msg, failed ? SOUP_STATUS_INTERNAL_SERVER_ERROR : SOUP_STATUS_BAD_REQUEST,
+                          message ? message : "request failed");
   } else {
     guint top_k = GPOINTER_TO_UINT (sedp_request_get_data (p->request, "data_reader.top_k"));
     g_autoptr (GBytes) body = sedp_protocol_encode_response (
-        p->request, (const char *const *) p->served->outputs, NULL, top_k, p->format);
+        p->request, (const char *const *) p->served->outputs, p->instance->model_version, top_k,
+        p->format);
     guint code = status == SEDP_STATUS_TIMEOUT ? SOUP_STATUS_GATEWAY_TIMEOUT : SOUP_STATUS_OK;
     soup_server_message_set_status (p->msg, code, NULL);
     gsize size;
@@ -186,6 +156,9 @@ deliver (gpointer data)
                                       SOUP_MEMORY_COPY, data_, size);
   }
   soup_server_message_unpause (p->msg);
+  instance_count (p->instance, failed || status == SEDP_STATUS_TIMEOUT,
+                  sedp_result_get_latency_us (res));
+  instance_unref (p->instance);
   g_object_unref (p->msg);
   sedp_request_unref (p->request);
   g_free (p);
@@ -241,7 +214,7 @@ early_handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHash
                                           "of %" G_GSIZE_FORMAT " bytes",
                                           soup_message_headers_get_content_length (h), server->max_body);
     soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
+    server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
   }
 }
 
@@ -294,7 +267,7 @@ static void
 handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
 {
   if (strcmp (soup_server_message_get_method (msg), SOUP_METHOD_POST) != 0) {
-    method_not_allowed (msg, "POST");
+    server_method_not_allowed (msg, "POST");
     return;
   }
   if (server->draining) {
@@ -321,14 +294,14 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
     g_autofree char *m = g_strdup_printf ("content type '%s' is not supported: use %s or %s",
                                           ct ? ct : "(none)", SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF,
                                           SEDP_PROTOCOL_CONTENT_TYPE_JSON);
-    respond_error (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, m);
+    server_respond_error (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, m);
     return;
   }
   SoupMessageBody *body = soup_server_message_get_request_body (msg);
   if (body_over_limit (server, msg)) {
     g_autofree char *m = g_strdup_printf ("the body is over the limit of %" G_GSIZE_FORMAT
                                           " bytes (--max-body)", server->max_body);
-    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
+    server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
     return;
   }
   g_autoptr (GBytes) payload = soup_message_body_flatten (body);
@@ -349,14 +322,16 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   Pending *p = g_new0 (Pending, 1);
   p->server = server;
   p->served = served;
+  p->instance = instance_ref (served->current);
   p->msg = g_object_ref (msg);
   p->request = request;
   p->format = format;
   /* Paused before submitting: the completion may be delivered before submit returns. */
   soup_server_message_pause (msg);
-  SedpStatus s = sedp_pipeline_submit (served->pipeline, request, on_request_done, p);
+  SedpStatus s = sedp_pipeline_submit (p->instance->pipeline, request, on_request_done, p);
   if (s != SEDP_STATUS_OK) {
     soup_server_message_unpause (msg);
+    instance_unref (p->instance);
     g_object_unref (p->msg);
     sedp_request_unref (request);
     g_free (p);
@@ -458,6 +433,21 @@ on_warmup_done (SedpRequest *request, gpointer user_data)
   g_main_context_invoke (w->server->context, warmup_deliver, w);
 }
 
+SedpRequest *
+server_warmup_request (const SedpWarmupRecord *r, guint n)
+{
+  gsize size;
+  const char *bytes = g_bytes_get_data (r->payload, &size);
+  SedpProtocolPeek peek = {0, NULL};
+  sedp_protocol_peek ((const guint8 *) bytes, size, SEDP_PROTOCOL_JSON, &peek);
+  g_autofree char *id = peek.request_id ? peek.request_id : g_strdup_printf ("warmup-%u", n);
+  SedpRequest *request = sedp_request_new (id, 0);
+  sedp_request_set_payload (request, r->payload, SEDP_PROTOCOL_CONTENT_TYPE_JSON);
+  if (peek.deadline_ms)
+    sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
+  return request;
+}
+
 /* Submits the next warm-up request of @s, as a client's: the record is the payload, its
  * request_id and deadline_ms read as the predict handler reads them. */
 static void
@@ -465,23 +455,14 @@ warmup_submit (SedpServer *server, Served *s)
 {
   const SedpWarmupRecord *r = s->warmup->pdata[s->warmup_sent % s->warmup->len];
   s->warmup_sent++;
-  gsize size;
-  const char *bytes = g_bytes_get_data (r->payload, &size);
-  SedpProtocolPeek peek = {0, NULL};
-  sedp_protocol_peek ((const guint8 *) bytes, size, SEDP_PROTOCOL_JSON, &peek);
-  g_autofree char *id = peek.request_id ? peek.request_id
-                                        : g_strdup_printf ("warmup-%u", s->warmup_sent);
-  SedpRequest *request = sedp_request_new (id, 0);
-  sedp_request_set_payload (request, r->payload, SEDP_PROTOCOL_CONTENT_TYPE_JSON);
-  if (peek.deadline_ms)
-    sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
+  SedpRequest *request = server_warmup_request (r, s->warmup_sent);
   Warming *w = g_new0 (Warming, 1);
   w->server = server;
   w->served = s;
   w->request = request;
   w->record = r;
   server->n_warming++;
-  SedpStatus st = sedp_pipeline_submit (s->pipeline, request, on_warmup_done, w);
+  SedpStatus st = sedp_pipeline_submit (s->current->pipeline, request, on_warmup_done, w);
   if (st != SEDP_STATUS_OK) {
     server->n_warming--;
     sedp_request_unref (request);
@@ -539,12 +520,12 @@ static void
 handle_feedback (SedpServer *server, SoupServerMessage *msg)
 {
   if (strcmp (soup_server_message_get_method (msg), SOUP_METHOD_POST) != 0) {
-    method_not_allowed (msg, "POST");
+    server_method_not_allowed (msg, "POST");
     return;
   }
   SoupMessageBody *body = soup_server_message_get_request_body (msg);
   if (body_over_limit (server, msg)) {
-    respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "the body is over the limit");
+    server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "the body is over the limit");
     return;
   }
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -556,7 +537,7 @@ handle_feedback (SedpServer *server, SoupServerMessage *msg)
     g_autofree char *m = g_strdup_printf ("invalid feedback: %s%s",
                                           error->domain == JSON_PARSER_ERROR ? "invalid JSON: " : "",
                                           error->message);
-    respond_error (msg, SOUP_STATUS_BAD_REQUEST, m);
+    server_respond_error (msg, SOUP_STATUS_BAD_REQUEST, m);
     return;
   }
   JsonNode *root = json_parser_get_root (parser);
@@ -574,7 +555,7 @@ handle_feedback (SedpServer *server, SoupServerMessage *msg)
     }
   }
   if (!ok) {
-    respond_error (msg, SOUP_STATUS_BAD_REQUEST,
+    server_respond_error (msg, SOUP_STATUS_BAD_REQUEST,
                    "invalid feedback: user_id: expected a non-negative integer");
     return;
   }
@@ -586,7 +567,7 @@ handle_feedback (SedpServer *server, SoupServerMessage *msg)
   json_builder_set_member_name (b, "invalidated");
   json_builder_add_int_value (b, n);
   json_builder_end_object (b);
-  respond_json (msg, b);
+  server_respond_json (msg, SOUP_STATUS_OK, b);
 }
 
 static const char *
@@ -602,7 +583,7 @@ handle_list (SedpServer *server, SoupServerMessage *msg)
   json_builder_begin_array (b);
   for (guint i = 0; i < server->served->len; i++) {
     Served *s = server->served->pdata[i];
-    const SedpGraph *g = sedp_pipeline_get_graph (s->pipeline);
+    const SedpGraph *g = sedp_pipeline_get_graph (s->current->pipeline);
     json_builder_begin_object (b);
     json_builder_set_member_name (b, "name");
     json_builder_add_string_value (b, s->name);
@@ -641,7 +622,7 @@ handle_list (SedpServer *server, SoupServerMessage *msg)
     json_builder_set_member_name (b, "deadline_ms");
     json_builder_add_int_value (b, g->spec->deadline_ms);
     json_builder_set_member_name (b, "inflight");
-    json_builder_add_int_value (b, sedp_pipeline_get_inflight (s->pipeline));
+    json_builder_add_int_value (b, sedp_pipeline_get_inflight (s->current->pipeline));
     json_builder_set_member_name (b, "plugins");
     json_builder_begin_array (b);
     g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
@@ -680,7 +661,7 @@ handle_list (SedpServer *server, SoupServerMessage *msg)
     json_builder_end_object (b);
   }
   json_builder_end_array (b);
-  respond_json (msg, b);
+  server_respond_json (msg, SOUP_STATUS_OK, b);
 }
 
 static void
@@ -699,7 +680,7 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
   for (guint i = 0; i < server->served->len; i++) {
     Served *s = server->served->pdata[i];
     g_autoptr (GString) text = g_string_new (NULL);
-    sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (s->pipeline), text);
+    sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (s->current->pipeline), text);
     g_autofree char *label = g_strdup_printf ("{pipeline=\"%s\",", s->name);
     g_auto (GStrv) lines = g_strsplit (text->str, "\n", -1);
     GString *family = NULL;
@@ -736,11 +717,11 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
     GString *f = g_hash_table_lookup (families, order->pdata[i]);
     g_string_append_len (out, f->str, (gssize) f->len);
   }
-  g_autoptr (GString) stats = g_string_new (NULL);
+  admin_write_metrics (server, out);
   for (guint i = 0; i < server->served->len; i++) {
     Served *s = server->served->pdata[i];
     g_autoptr (GString) st = g_string_new (NULL);
-    sedp_pipeline_collect_stats (s->pipeline, st);
+    sedp_pipeline_collect_stats (s->current->pipeline, st);
     g_auto (GStrv) lines = g_strsplit (st->str, "\n", -1);
     for (char **l = lines; *l; l++)
       if (**l)
@@ -760,19 +741,21 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
   if (soup_server_message_get_status (msg) != 0)
     return; /* answered by the early handler */
   const char *method = soup_server_message_get_method (msg);
+  if (admin_handle (server, msg, path, query))
+    return;
   if (g_str_has_prefix (path, "/v1/pipelines/")) {
     const char *name = path + strlen ("/v1/pipelines/");
     const char *colon = strrchr (name, ':');
     if (colon == NULL || strcmp (colon, ":predict") != 0) {
       g_autofree char *m = g_strdup_printf ("no such endpoint: %s (expected /v1/pipelines/NAME:predict)", path);
-      respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+      server_respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
       return;
     }
     Served *s = find_served (server, name, (gsize) (colon - name));
     if (s == NULL) {
       g_autofree char *n = g_strndup (name, (gsize) (colon - name));
       g_autofree char *m = g_strdup_printf ("no pipeline named '%s'", n);
-      respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+      server_respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
       return;
     }
     handle_predict (server, msg, s);
@@ -781,7 +764,7 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
   } else if (strcmp (path, "/healthz") == 0 || strcmp (path, "/v1/pipelines") == 0 ||
              strcmp (path, "/metrics") == 0) {
     if (strcmp (method, SOUP_METHOD_GET) != 0 && strcmp (method, SOUP_METHOD_HEAD) != 0) {
-      method_not_allowed (msg, "GET, HEAD");
+      server_method_not_allowed (msg, "GET, HEAD");
       return;
     }
     if (path[1] == 'h') {
@@ -804,7 +787,7 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
       handle_metrics (server, msg);
   } else {
     g_autofree char *m = g_strdup_printf ("no such endpoint: %s", path);
-    respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
+    server_respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
   }
 }
 
@@ -817,6 +800,7 @@ sedp_server_new (gsize max_body)
   server->max_body = max_body ? max_body : SEDP_SERVER_DEFAULT_MAX_BODY;
   server->context = g_main_context_ref_thread_default ();
   server->served = g_ptr_array_new_with_free_func (served_free);
+  g_mutex_init (&server->load_lock);
   server->soup = soup_server_new ("server-header", "sedp ", NULL);
   soup_server_add_early_handler (server->soup, NULL, early_handler, server, NULL);
   soup_server_add_handler (server->soup, NULL, handler, server, NULL);
@@ -825,51 +809,84 @@ sedp_server_new (gsize max_body)
   return server;
 }
 
+/* The pipeline's name: its [pipeline] name, else the file's base name without extension. */
+static char *
+served_name (const SedpGraph *graph, const char *path)
+{
+  const char *name = graph->spec->name;
+  if (name && *name)
+    return g_strdup (name);
+  char *base = g_path_get_basename (path);
+  char *dot = strrchr (base, '.');
+  if (dot)
+    *dot = '\0';
+  return base;
+}
+
+/* Loads @s's warm-up records when the pipeline has some (then it is not ready until sent). */
+static gboolean
+served_load_warmup (Served *s, const SedpPipelineSpec *spec, GError **error)
+{
+  s->ready = TRUE;
+  if (spec->warmup == NULL)
+    return TRUE;
+  s->warmup = sedp_pipeline_spec_load_warmup (spec, error);
+  if (s->warmup == NULL)
+    return FALSE;
+  s->warmup_file = g_strdup (spec->warmup);
+  s->warmup_repeat = spec->warmup_repeat;
+  s->warmup_total = s->warmup->len * s->warmup_repeat;
+  s->ready = FALSE;
+  return TRUE;
+}
+
 gboolean
 sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *registry,
                           GError **error)
 {
-  SedpGraph *graph = sedp_graph_load (path, registry, error);
+  g_autofree char *text = NULL;
+  gsize len;
+  g_autoptr (GError) io = NULL;
+  if (!g_file_get_contents (path, &text, &len, &io)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO, "%s: %s", path, io->message);
+    return FALSE;
+  }
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, len, path, error);
+  g_autoptr (SedpGraph) graph = spec ? sedp_graph_compile (spec, registry, error) : NULL;
   if (graph == NULL)
     return FALSE;
-  const char *name = graph->spec->name;
-  g_autofree char *fallback = NULL;
-  if (name == NULL || *name == '\0') {
-    g_autofree char *base = g_path_get_basename (path);
-    char *dot = strrchr (base, '.');
-    if (dot)
-      *dot = '\0';
-    name = fallback = g_strdup (base);
-  }
+  g_autofree char *name = served_name (graph, path);
   if (find_served (server, name, strlen (name))) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s: a pipeline named '%s' is served already",
                  path, name);
-    sedp_graph_free (graph);
     return FALSE;
   }
   Served *s = g_new0 (Served, 1);
-  s->name = g_strdup (name);
+  s->name = g_steal_pointer (&name);
   s->path = g_strdup (path);
+  s->spec_text = g_steal_pointer (&text);
+  s->registry = registry;
   s->outputs = g_strdupv (graph->spec->outputs);
-  s->ready = TRUE;
-  if (graph->spec->warmup) {
-    s->warmup = sedp_pipeline_spec_load_warmup (graph->spec, error);
-    if (s->warmup == NULL) {
-      sedp_graph_free (graph);
-      served_free (s);
-      return FALSE;
-    }
-    s->warmup_file = g_strdup (graph->spec->warmup);
-    s->warmup_repeat = graph->spec->warmup_repeat;
-    s->warmup_total = s->warmup->len * s->warmup_repeat;
-    s->ready = FALSE;
-  }
-  s->pipeline = sedp_pipeline_new (graph, error);
-  if (s->pipeline == NULL || !sedp_pipeline_start (s->pipeline, error)) {
+  if (!served_load_warmup (s, graph->spec, error) ||
+      (s->current = instance_new (server, s, g_steal_pointer (&graph), error)) == NULL) {
     served_free (s);
     return FALSE;
   }
+  reloader_new (server, s);
   g_ptr_array_add (server->served, s);
+  return TRUE;
+}
+
+gboolean
+sedp_server_set_admin_token_file (SedpServer *server, const char *path, GError **error)
+{
+  g_autofree char *token = admin_read_token (path, error);
+  if (token == NULL)
+    return FALSE;
+  if (server->admin_token)
+    sodium_memzero (server->admin_token, strlen (server->admin_token));
+  g_free (server->admin_token);
+  server->admin_token = g_steal_pointer (&token);
   return TRUE;
 }
 
@@ -1024,7 +1041,7 @@ drain_thread (gpointer data)
 {
   SedpServer *server = data;
   for (guint i = 0; i < server->served->len; i++)
-    sedp_pipeline_stop (((Served *) server->served->pdata[i])->pipeline);
+    sedp_pipeline_stop (((Served *) server->served->pdata[i])->current->pipeline);
   g_atomic_int_set (&server->drained, 1);
   g_main_context_wakeup (server->context);
   return NULL;
@@ -1036,6 +1053,14 @@ sedp_server_shutdown (SedpServer *server, guint timeout_ms)
   if (server->draining)
     return;
   server->draining = TRUE;
+  /* No reload starts from here; one in progress ends (swapping in its version or not), and
+   * released versions finish draining, before the serving ones are stopped. */
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    if (s->reloader)
+      reloader_stop (s->reloader);
+  }
+  reload_wait_idle (server);
   /* The main context keeps serving (503 for new requests) and delivering completions while the
    * pipelines drain. */
   GThread *t = g_thread_new ("sedp-drain", drain_thread, server);
@@ -1045,6 +1070,7 @@ sedp_server_shutdown (SedpServer *server, guint timeout_ms)
   /* Every request completed: the warm-up completions are queued on the main context. */
   while (server->n_warming > 0)
     g_main_context_iteration (server->context, TRUE);
+  reload_wait_idle (server);
   gboolean expired = FALSE;
   GSource *timer = g_timeout_source_new (timeout_ms);
   g_source_set_callback (timer, shutdown_timeout, &expired, NULL);
@@ -1075,7 +1101,12 @@ sedp_server_free (SedpServer *server)
   }
   soup_server_disconnect (server->soup);
   g_object_unref (server->soup);
+  reload_wait_idle (server);
   g_ptr_array_unref (server->served);
+  if (server->admin_token)
+    sodium_memzero (server->admin_token, strlen (server->admin_token));
+  g_free (server->admin_token);
+  g_mutex_clear (&server->load_lock);
   g_main_context_unref (server->context);
   g_free (server);
 }

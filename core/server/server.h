@@ -34,6 +34,14 @@ SEDP_API SedpServer *sedp_server_new (gsize max_body);
 SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path,
                                             SedpRegistry *registry, GError **error);
 
+/* Enables the admin API (docs/model-lifecycle.md#the-admin-api): its calls must carry
+ * `Authorization: Bearer TOKEN`, TOKEN the first line of @path (white space around it removed;
+ * at least 16 characters; the file readable by its owner only). Without a call to this, the admin
+ * endpoints answer 404. FALSE with a G_FILE_ERROR (unreadable) or G_IO_ERROR_INVALID_DATA (a
+ * token too short, a file others can read) naming @path. */
+SEDP_API gboolean sedp_server_set_admin_token_file (SedpServer *server, const char *path,
+                                                    GError **error);
+
 /* The listening socket's backlog: connections the kernel completes before the server accepts
  * them (nginx's default; libsoup's own listener used GLib's 10, too few for a burst of
  * clients that connect per request). */
