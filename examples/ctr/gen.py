@@ -2,7 +2,9 @@
 """The CTR example's generator (standard library only): writes the model, splits it into a cube
 and a dense model, draws users and items with Zipf-distributed feature ids, scores every item with
 the unsplit model (`sedp model eval`) to draw a recall `escore` correlated with that score, and
-writes the request files (JSON Lines, PredictRequest JSON lines, a protobuf request log). Run through examples/ctr/prepare."""
+writes the request files (JSON Lines, PredictRequest JSON lines, a protobuf request log); with
+--repository, also a model repository of two versions of other weights over the same requests
+(pipelines/ctr-live.pipeline). Run through examples/ctr/prepare."""
 import argparse
 import bisect
 import json
@@ -20,6 +22,8 @@ PRESETS = {
     "small": dict(rows=100, ids=3, requests=4, items=12),
 }
 SLOTS = 26
+# --repository: the versions of model 'ctr' written to OUT/models, each with its weights' seed.
+REPOSITORY_VERSIONS = ((1, 1), (2, 2))
 DENSE = 13
 USER_SLOTS = 13  # slot_0 … slot_12 describe the user, slot_13 … slot_25 the item
 
@@ -169,11 +173,22 @@ def main():
     ap.add_argument("--requests", type=int)
     ap.add_argument("--items", type=items_range,
                     help="candidates per request: N, or MIN-MAX drawn uniformly per request")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="seed of the requests' draws")
+    ap.add_argument("--model-seed", type=int, default=1,
+                    help="seed of the model's weights (sedp model synth --seed), independent of "
+                    "--seed")
     ap.add_argument("--din", action="store_true",
                     help="DIN over the users' clicks (pipelines/ctr-din.pipeline) instead of dlrm")
+    ap.add_argument("--repository", action="store_true",
+                    help="also OUT/models/ctr/1 and 2: bundles of the model with the weights' "
+                    "seeds %s, and their scores of the same requests in OUT/expected-v1.tsv, "
+                    "expected-v2.tsv" % ", ".join(str(s) for _, s in REPOSITORY_VERSIONS))
     a = ap.parse_args()
+    if a.model_seed < 0:
+        ap.error("--model-seed wants a non-negative integer")
     if a.din:
+        if a.repository:
+            ap.error("--repository is for the dlrm model (pipelines/ctr-live.pipeline), not --din")
         return main_din(a)
     preset = "small" if a.small else "realistic"
     p = PRESETS[preset]
@@ -185,9 +200,9 @@ def main():
         shutil.rmtree(out)
     os.makedirs(out)
 
-    model = synth_and_split(a.sedp, out, [
-        "--arch", "dlrm", "--preset", preset, "--slots", str(SLOTS), "--dense", str(DENSE),
-        "--ids-per-slot", str(ids), "--rows", str(rows)])
+    synth_args = ["--arch", "dlrm", "--preset", preset, "--slots", str(SLOTS), "--dense",
+                  str(DENSE), "--ids-per-slot", str(ids), "--rows", str(rows)]
+    model = synth_and_split(a.sedp, out, synth_args + ["--seed", str(a.model_seed)])
 
     rng = random.Random(a.seed)
     zipf = [Zipf(rng, rows) for _ in range(SLOTS)]
@@ -220,12 +235,40 @@ def main():
     scores = eval_scores(a.sedp, model, out, inputs, batch)
 
     write_expected_and_requests(rng, out, reqs, rows_all, scores)
+    if a.repository:
+        write_repository(a.sedp, out, synth_args, inputs, rows_all)
     shutil.rmtree(os.path.join(out, "eval-in"))
     train_shedder(a.sedp, out)
     print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
-          "requests.run.jsonl, expected.tsv%s)" % (out, preset, n_req,
+          "requests.run.jsonl, expected.tsv%s%s)" % (out, preset, n_req,
           items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
-          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else ""))
+          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else "",
+          "; models/ctr/1, 2, expected-v1.tsv, expected-v2.tsv" if a.repository else ""))
+
+
+def write_repository(sedp, out, synth_args, inputs, rows_all):
+    """--repository: for each (version, weights' seed) of REPOSITORY_VERSIONS, the model synthesized
+    with that seed (its cube differs too: the embedding tables are weights), split, and packed as
+    out/models/ctr/VERSION (`sedp model pack`); its unsplit model's scores of every item of the
+    same requests in out/expected-vVERSION.tsv (request id, item id, score: expected.tsv's format,
+    the scores as `sedp model eval` gives them, not clipped)."""
+    repo = os.path.join(out, "models")
+    for version, seed in REPOSITORY_VERSIONS:
+        work = os.path.join(out, "v%d" % version)
+        os.makedirs(work)
+        model = synth_and_split(sedp, work, synth_args + ["--seed", str(seed)])
+        scores = eval_scores(sedp, model, work, inputs, len(rows_all))
+        with open(os.path.join(out, "expected-v%d.tsv" % version), "w") as f:
+            for (r, it), s in zip(rows_all, scores):
+                f.write("%s\t%d\t%.9g\n" % (r["id"], it["item_id"], s))
+        # pack takes a folder of one model and its cubes, nothing else
+        parts = os.path.join(work, "parts")
+        os.makedirs(parts)
+        for name in ("dense.onnx", "cube"):
+            os.rename(os.path.join(work, name), os.path.join(parts, name))
+        run([sedp, "model", "pack", parts, "--name", "ctr", "--version", str(version),
+             "--repository", repo])
+        shutil.rmtree(work)
 
 
 def synth_and_split(sedp, out, synth_args):
@@ -299,7 +342,7 @@ def main_din(a):
     model = synth_and_split(a.sedp, a.out, [
         "--arch", "din", "--preset", preset, "--slots", str(DIN_SLOTS), "--dense", str(DENSE),
         "--ids-per-slot", str(p["ids"]), "--rows", str(p["rows"]), "--dim", str(p["dim"]),
-        "--seq-len", str(SEQ_LEN)])
+        "--seq-len", str(SEQ_LEN), "--seed", str(a.model_seed)])
     rng = random.Random(a.seed)
     reqs = din_requests(rng, p, n_req, items_lo, items_hi)
     rows_all = [(r, it) for r in reqs for it in r["items"]]
