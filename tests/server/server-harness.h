@@ -35,6 +35,9 @@ typedef struct {
 /* Writes each pipeline text to a file (p0.conf, p1.conf, …) and the @files (NULL or NAME,
  * TEXT pairs, NULL-terminated) next to them, and starts sedp serve on the pipelines; extra
  * options after. */
+/* When set (NULL-terminated), the server runs under this command (valgrind: test-reload). */
+static const char *const *server_wrapper;
+
 static gboolean
 server_start_with (Server *s, const char *const *pipelines, const char *const *files,
                    const char *extra)
@@ -48,6 +51,8 @@ server_start_with (Server *s, const char *const *pipelines, const char *const *f
     CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, files[i + 1], -1, NULL));
   }
   g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; server_wrapper && server_wrapper[i]; i++)
+    g_ptr_array_add (argv, g_strdup (server_wrapper[i]));
   g_ptr_array_add (argv, g_strdup (SEDP_BINARY));
   g_ptr_array_add (argv, g_strdup ("serve"));
   for (guint i = 0; pipelines[i]; i++) {
