@@ -4,6 +4,8 @@
 #include "cube-format.h"
 
 #include <errno.h>
+#include <glib/gstdio.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -30,6 +32,9 @@ struct _SedpCube {
   float **blocks;
   /* Values: disk placement. */
   int *fds;
+  /* Sharing (memory placement): the opens of this cube not closed, and its key in `shared`. */
+  guint refs;
+  char *share_key;
 };
 
 /* ---- memory ---------------------------------------------------------------------------- */
@@ -530,14 +535,14 @@ block_read (SedpCube *c, guint b, int fd, guint8 *dest, GError **error)
 
 /* ---- open / close ---------------------------------------------------------------------- */
 
-SedpCube *
-sedp_cube_open (const char *dir, SedpCubePlacement values, GError **error)
+static void cube_free (SedpCube *c);
+
+/* Opens the cube in @dir anew. */
+static SedpCube *
+cube_open_fresh (const char *dir, SedpCubePlacement values, GError **error)
 {
-  g_return_val_if_fail (dir != NULL, NULL);
-  g_return_val_if_fail (values == SEDP_CUBE_VALUES_MEMORY || values == SEDP_CUBE_VALUES_DISK,
-                        NULL);
-  sedp_cube_sodium_init ();
   SedpCube *c = g_new0 (SedpCube, 1);
+  c->refs = 1;
   c->dir = g_strdup (dir);
   c->placement = values;
   if (!meta_load (c, error) || !blocks_stat (c, error) || !index_load (c, error))
@@ -565,12 +570,83 @@ sedp_cube_open (const char *dir, SedpCubePlacement values, GError **error)
   }
   return c;
 fail:
-  sedp_cube_close (c);
+  cube_free (c);
   return NULL;
+}
+
+/* ---- sharing ----
+ *
+ * A cube opened in memory twice — by two stages, or by two versions of a served model whose
+ * bundles carry the same cube (docs/model-lifecycle.md) — is loaded once: its meta file names
+ * every block's checksum and the index's, so two cubes with the same meta bytes have the same
+ * values, wherever their folders are. */
+
+static GMutex shared_lock;
+static GHashTable *shared; /* share key -> SedpCube *, memory placement */
+
+/* The key of the cube in @dir: the BLAKE2b of its meta file, or NULL when unreadable (the open
+ * then reports why). */
+static char *
+share_key (const char *dir)
+{
+  g_autofree char *path = g_build_filename (dir, CUBE_META_FILE, NULL);
+  g_autofree char *text = NULL;
+  gsize len;
+  GStatBuf st;
+  if (g_stat (path, &st) != 0 || (guint64) st.st_size > CUBE_MAX_META_BYTES ||
+      !g_file_get_contents (path, &text, &len, NULL))
+    return NULL;
+  guint8 sum[32];
+  crypto_generichash (sum, sizeof sum, (const guint8 *) text, len, NULL, 0);
+  char *hex = g_malloc (2 * sizeof sum + 1);
+  for (guint i = 0; i < sizeof sum; i++)
+    g_snprintf (hex + 2 * i, 3, "%02x", sum[i]);
+  return hex;
+}
+
+SedpCube *
+sedp_cube_open (const char *dir, SedpCubePlacement values, GError **error)
+{
+  g_return_val_if_fail (dir != NULL, NULL);
+  g_return_val_if_fail (values == SEDP_CUBE_VALUES_MEMORY || values == SEDP_CUBE_VALUES_DISK,
+                        NULL);
+  sedp_cube_sodium_init ();
+  g_autofree char *key = values == SEDP_CUBE_VALUES_MEMORY ? share_key (dir) : NULL;
+  if (key == NULL)
+    return cube_open_fresh (dir, values, error);
+  g_mutex_lock (&shared_lock);
+  if (shared == NULL)
+    shared = g_hash_table_new (g_str_hash, g_str_equal);
+  SedpCube *c = g_hash_table_lookup (shared, key);
+  if (c)
+    c->refs++;
+  else if ((c = cube_open_fresh (dir, values, error)) != NULL) {
+    c->share_key = g_steal_pointer (&key);
+    g_hash_table_insert (shared, c->share_key, c);
+  }
+  g_mutex_unlock (&shared_lock);
+  return c;
 }
 
 void
 sedp_cube_close (SedpCube *c)
+{
+  if (c == NULL)
+    return;
+  if (c->share_key) {
+    g_mutex_lock (&shared_lock);
+    gboolean last = --c->refs == 0;
+    if (last)
+      g_hash_table_remove (shared, c->share_key);
+    g_mutex_unlock (&shared_lock);
+    if (!last)
+      return;
+  }
+  cube_free (c);
+}
+
+static void
+cube_free (SedpCube *c)
 {
   if (c == NULL)
     return;
@@ -587,6 +663,7 @@ sedp_cube_close (SedpCube *c)
   g_free (c->block_sums);
   g_free (c->meta.name);
   g_free (c->dir);
+  g_free (c->share_key);
   g_free (c);
 }
 

@@ -36,7 +36,10 @@ typedef enum {
 typedef struct _SedpCube SedpCube;
 
 /* Opens the cube in @dir; checks the metadata, the index and (memory placement) every block's
- * checksum. Errors: IO, CORRUPT. */
+ * checksum. Errors: IO, CORRUPT. In memory placement, a cube already open whose meta file has
+ * the same bytes (hence the same blocks and index, wherever its folder is) is shared, not
+ * loaded again: each open takes a reference that sedp_cube_close() drops; the values are freed
+ * with the last one. Thread-safe. */
 SEDP_API SedpCube *sedp_cube_open (const char *dir, SedpCubePlacement values, GError **error);
 SEDP_API void sedp_cube_close (SedpCube *cube);
 SEDP_API const SedpCubeMeta *sedp_cube_get_meta (const SedpCube *cube);

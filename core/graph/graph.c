@@ -285,6 +285,11 @@ sedp_graph_describe (const SedpGraph *g, GString *out)
     g_string_append_printf (out, " cpus=%s", cpus);
   }
   g_string_append_c (out, '\n');
+  for (guint i = 0; g->models && i < g->models->len; i++) {
+    const SedpGraphModel *m = g->models->pdata[i];
+    g_string_append_printf (out, "  model %s: version %" G_GINT64_FORMAT " (%s), signature %s\n",
+                            m->name, m->version, m->dir, m->signature_checked ? "verified" : "unchecked");
+  }
   for (guint t = 0; t < g->n_nodes; t++) {
     const SedpGraphNode *node = &g->nodes[g->topo[t]];
     g_string_append_printf (out, "  %-16s plugin=%s scope=%s parallelism=%u batch=%u "

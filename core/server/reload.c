@@ -81,7 +81,7 @@ retired (gpointer data)
 {
   Retired *r = data;
   r->server->n_retiring--;
-  r->served->retiring--;
+  g_atomic_int_dec_and_test (&r->served->retiring);
   g_free (r);
   return G_SOURCE_REMOVE;
 }
@@ -103,7 +103,7 @@ instance_unref (Instance *inst)
   if (--inst->refs > 0)
     return;
   inst->server->n_retiring++;
-  inst->served->retiring++;
+  g_atomic_int_inc (&inst->served->retiring);
   g_thread_unref (g_thread_new ("sedp-retire", retire_thread, inst));
 }
 
@@ -317,6 +317,10 @@ static gpointer
 load_thread (gpointer data)
 {
   Job *j = data;
+  /* At most two versions resident: the one released last drains (its requests end within
+   * their deadline) before another one is made. */
+  while (g_atomic_int_get (&j->served->retiring) > 0)
+    g_usleep (1000);
   g_mutex_lock (&j->server->load_lock);
   run_job (j);
   g_mutex_unlock (&j->server->load_lock);
@@ -408,10 +412,10 @@ reload_start (SedpServer *server, Served *s, gint64 want, gboolean rollback, con
     g_set_error (error, SEDP_RELOAD_ERROR, SEDP_RELOAD_ERROR_BUSY, "the server is shutting down");
     return FALSE;
   }
-  if (r->loading || s->retiring > 0) {
+  if (r->loading) {
     g_set_error (error, SEDP_RELOAD_ERROR, SEDP_RELOAD_ERROR_BUSY,
-                 "model '%s' of pipeline '%s': %s; try again when it ended", r->model, s->name,
-                 r->loading ? "a reload is in progress" : "the previous version is still draining");
+                 "model '%s' of pipeline '%s': a reload is in progress; try again when it ended",
+                 r->model, s->name);
     return FALSE;
   }
   Job *j = g_new0 (Job, 1);
@@ -479,7 +483,7 @@ probation_tick (gpointer data)
   Reloader *r = data;
   Served *s = r->served;
   g_autofree char *why = guard_broken (r, s->current);
-  if (why && r->previous > 0 && !r->loading && s->retiring == 0) {
+  if (why && r->previous > 0 && !r->loading) {
     const SedpGraphModel *m = sedp_graph_models_find (s->current->models, r->model);
     g_warning ("model '%s' (pipeline '%s'): version %" G_GINT64_FORMAT " on probation: %s; "
                "rolling back to version %" G_GINT64_FORMAT, r->model, s->name, m->version, why,
@@ -524,7 +528,7 @@ static void
 scan (Reloader *r)
 {
   Served *s = r->served;
-  if (r->loading || s->retiring > 0 || s->current->server->draining || !s->ready)
+  if (r->loading || s->current->server->draining || !s->ready)
     return;
   g_autofree char *dir = NULL;
   g_autoptr (GError) error = NULL;

@@ -18,8 +18,8 @@ GQuark sedp_reload_error_quark (void);
 
 /**
  * SedpReloadError:
- * @SEDP_RELOAD_ERROR_BUSY: a reload of the model is in progress, its previous version is still
- *   draining, or the server is shutting down (HTTP 409)
+ * @SEDP_RELOAD_ERROR_BUSY: a reload of the model is in progress, or the server is shutting down
+ *   (HTTP 409)
  * @SEDP_RELOAD_ERROR_INPUTS: the new model's inputs differ from the serving one's (422)
  * @SEDP_RELOAD_ERROR_WARMUP: a warm-up request failed on the new version (500)
  *
@@ -47,8 +47,9 @@ typedef void (*SedpReloadDone) (SedpReloadResult result, gint64 version, const G
 
 /* Starts loading version @want (0: the policy's) of @s's model in a loader thread; with
  * @rollback a lower version is allowed and the one it replaces is rejected (not loaded again by
- * the watcher). @reason ("watch", "admin", "guard") is static. FALSE with BUSY when a reload is
- * in progress, the previous version still drains, or the server drains; @done is not called. */
+ * the watcher). @reason ("watch", "admin", "guard") is static. The loader thread first waits
+ * for the version released last to drain (at most two resident). FALSE with BUSY when a reload
+ * is in progress or the server drains; @done is not called then. */
 gboolean reload_start (SedpServer *server, Served *s, gint64 want, gboolean rollback,
                        const char *reason, SedpReloadDone done, gpointer done_data,
                        GError **error);

@@ -95,7 +95,8 @@ struct _Served {
   gint64 warmup_end;       /* 0 until it ended */
   gboolean ready;          /* loaded, started and warmed up */
   Reloader *reloader;      /* NULL for a pipeline without [model] groups */
-  guint retiring;          /* instances of this pipeline released and not yet freed */
+  gint retiring;           /* instances of this pipeline released and not yet freed (atomic: the
+                            * loader thread waits for 0) */
 };
 
 struct _SedpServer {

@@ -182,6 +182,38 @@ test_placements_agree (void)
   sedp_cube_close (disk);
 }
 
+/* The same cube in two folders is loaded once in memory (a model's versions sharing a cube);
+ * another cube, or the disk placement, is not shared; each open is closed on its own. */
+static void
+test_shared (void)
+{
+  g_autofree char *a = tpath ("shared-a"), *b = tpath ("shared-b"), *c = tpath ("shared-c");
+  const guint n = 500, dim = 4;
+  g_autofree guint64 *keys = test_keys (n, 5);
+  build_cube (a, keys, n, dim, 1024);
+  g_autofree char *cmd = g_strdup_printf ("cp -a '%s' '%s'", a, b);
+  CU_ASSERT_EQUAL_FATAL (system (cmd), 0);
+  g_autofree guint64 *other = test_keys (n, 6);
+  build_cube (c, other, n, dim, 1024);
+  SedpCube *ca = sedp_cube_open (a, SEDP_CUBE_VALUES_MEMORY, NULL);
+  SedpCube *cb = sedp_cube_open (b, SEDP_CUBE_VALUES_MEMORY, NULL);
+  SedpCube *cc = sedp_cube_open (c, SEDP_CUBE_VALUES_MEMORY, NULL);
+  SedpCube *cd = sedp_cube_open (b, SEDP_CUBE_VALUES_DISK, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (ca);
+  CU_ASSERT_PTR_EQUAL (ca, cb);
+  CU_ASSERT_PTR_NOT_EQUAL (ca, cc);
+  CU_ASSERT_PTR_NOT_EQUAL (cb, cd);
+  sedp_cube_close (ca);
+  check_lookup (cb, keys, n, dim, TRUE); /* still open through b */
+  sedp_cube_close (cb);
+  SedpCube *again = sedp_cube_open (a, SEDP_CUBE_VALUES_MEMORY, NULL);
+  CU_ASSERT_PTR_NOT_NULL (again);
+  check_lookup (again, keys, n, dim, TRUE);
+  sedp_cube_close (again);
+  sedp_cube_close (cc);
+  sedp_cube_close (cd);
+}
+
 typedef struct {
   SedpCube *cube;
   const guint64 *keys;
@@ -730,6 +762,7 @@ main (void)
   T (test_collisions);
   T (test_key_zero);
   T (test_placements_agree);
+  T (test_shared);
   T (test_concurrent_lookups);
   T (test_foreach);
   T (test_empty_cube);
