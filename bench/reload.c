@@ -218,6 +218,7 @@ typedef struct {
   double t;  /* when it was due, s from the run's start */
   double ms; /* latency from then */
   gint64 version;
+  guint16 status; /* HTTP; 0: no answer */
   gboolean ok, mismatch;
 } Record;
 
@@ -283,6 +284,7 @@ on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointe
   Record rec = {
     .t = (double) (g_get_monotonic_time () - latency_us - a->t0) / G_USEC_PER_SEC,
     .ms = latency_us / 1000.0,
+    .status = (guint16) status,
   };
   if (status == 200 && body) {
     gsize n;
@@ -629,16 +631,34 @@ fresh_repository (const char *data, const char *repo)
   return TRUE;
 }
 
-/* The larger of the two versions' dense model files, bytes. */
+/* The bytes of the files under @path (a file or a folder). */
 static gint64
-dense_model_bytes (const char *data)
+tree_bytes (const char *path)
+{
+  struct stat st;
+  if (stat (path, &st) != 0)
+    return 0;
+  if (!S_ISDIR (st.st_mode))
+    return (gint64) st.st_size;
+  gint64 sum = 0;
+  GDir *d = g_dir_open (path, 0, NULL);
+  for (const char *name; d && (name = g_dir_read_name (d));) {
+    g_autofree char *sub = g_build_filename (path, name, NULL);
+    sum += tree_bytes (sub);
+  }
+  if (d)
+    g_dir_close (d);
+  return sum;
+}
+
+/* The larger of the two versions' @part (dense.onnx, cube), bytes. */
+static gint64
+part_bytes (const char *data, const char *part)
 {
   gint64 most = 0;
   for (guint v = 1; v <= 2; v++) {
-    g_autofree char *path = g_strdup_printf ("%s/models/%s/%u/dense.onnx", data, MODEL, v);
-    struct stat st;
-    if (stat (path, &st) == 0)
-      most = MAX (most, (gint64) st.st_size);
+    g_autofree char *path = g_strdup_printf ("%s/models/%s/%u/%s", data, MODEL, v, part);
+    most = MAX (most, tree_bytes (path));
   }
   return most;
 }
@@ -716,6 +736,30 @@ sleep_until (gint64 t)
 }
 
 /* ---- the load run ---- */
+
+/* CPU seconds so far: the machine's, the server's and this program's (the load generator). */
+typedef struct {
+  gint64 t;
+  double busy, server, self;
+} CpuMark;
+
+static CpuMark
+cpu_mark (GPid server)
+{
+  return (CpuMark) {g_get_monotonic_time (), bench_machine_busy (),
+                    bench_process_cpu ((int) server), bench_process_cpu (0)};
+}
+
+/* From @a to @b: the server's cores in *@server and the cores of everything else but this
+ * program (a neighbour's job on a shared machine) in *@other. */
+static void
+cpu_between (const CpuMark *a, const CpuMark *b, double *server, double *other)
+{
+  double dt = (double) (b->t - a->t) / G_USEC_PER_SEC;
+  *server = dt > 0 ? (b->server - a->server) / dt : 0;
+  *other = dt > 0 ? MAX (0.0, ((b->busy - a->busy) - (b->server - a->server) -
+                               (b->self - a->self)) / dt) : 0;
+}
 
 typedef struct {
   Bench *b;
@@ -843,6 +887,44 @@ median_of (GArray *v)
   return bench_quantile ((double *) v->data, v->len, 0.5);
 }
 
+/* The failed requests by kind (the load library's), by HTTP status, and by when they were due:
+ * in a window, in the steady phases, or between windows. */
+static void
+print_failures (const Bench *b, const Answers *a, const SedpLoadgenCounts *k, double reload_from,
+                double reload_to)
+{
+  g_autoptr (GString) kinds = g_string_new (NULL), statuses = g_string_new (NULL);
+  for (guint f = 0; f < SEDP_LOADGEN_N_FAILURES; f++)
+    g_string_append_printf (kinds, "%s%s:%" G_GUINT64_FORMAT, f ? "," : "",
+                            sedp_loadgen_failure_to_string ((SedpLoadgenFailure) f), k->failures[f]);
+  g_autoptr (GHashTable) by_status = g_hash_table_new (NULL, NULL);
+  guint64 in_windows = 0, in_steady = 0, in_quiet = 0;
+  for (guint i = 0; i < a->records->len; i++) {
+    const Record *r = &g_array_index (a->records, Record, i);
+    if (r->ok)
+      continue;
+    gpointer key = GUINT_TO_POINTER ((guint) r->status + 1);
+    g_hash_table_insert (by_status, key,
+                         GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (by_status, key)) + 1));
+    if (in_window (b, a->t0, r->t))
+      in_windows++;
+    else if (r->t < reload_from || r->t >= reload_to)
+      in_steady++;
+    else
+      in_quiet++;
+  }
+  GHashTableIter it;
+  gpointer key, n;
+  g_hash_table_iter_init (&it, by_status);
+  while (g_hash_table_iter_next (&it, &key, &n))
+    g_string_append_printf (statuses, "%s%u:%u", statuses->len ? "," : "",
+                            GPOINTER_TO_UINT (key) - 1, GPOINTER_TO_UINT (n));
+  printf ("RESULT reload_failures_by_kind=%s reload_failed_answers_by_http_status=%s "
+          "reload_failed_in_windows=%" G_GUINT64_FORMAT " reload_failed_in_steady=%" G_GUINT64_FORMAT
+          " reload_failed_between_windows=%" G_GUINT64_FORMAT "\n", kinds->str,
+          statuses->len ? statuses->str : "none", in_windows, in_steady, in_quiet);
+}
+
 /* The loaded phase's RESULT lines: errors, versions, p99 around swaps, swap and load times.
  * Returns the failed requests. */
 static guint64
@@ -859,6 +941,7 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
           " reload_answered_ok=%" G_GUINT64_FORMAT " reload_not_200=%" G_GUINT64_FORMAT
           " reload_200_not_ok=%" G_GUINT64_FORMAT " reload_late_sends=%" G_GUINT64_FORMAT "\n",
           k->arrivals, k->sent, a->n_ok, a->n_not_200, a->n_not_ok, k->late_sends);
+  print_failures (b, a, k, reload_from, reload_to);
   printf ("RESULT reload_errors=%" G_GUINT64_FORMAT "\n", errors);
   printf ("RESULT reload_items_checked=%" G_GUINT64_FORMAT " reload_answers_weights_1=%"
           G_GUINT64_FORMAT " reload_answers_weights_2=%" G_GUINT64_FORMAT
@@ -900,11 +983,13 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
     g_array_append_val (warm, r->warmup_ms);
     g_array_append_val (took, ms);
   }
+  double took_median = median_of (took); /* sorts it */
+  double took_max = took->len ? g_array_index (took, double, took->len - 1) : 0;
   printf ("RESULT reload_swaps=%u reload_loaded=%u reload_retried_409=%u reload_load_ms_median=%.0f "
           "reload_warmup_ms_median=%.0f reload_call_ms_median=%.0f reload_call_ms_max=%.0f "
           "reload_swap_us_max_answers=%" G_GINT64_FORMAT "\n",
-          n_loaded_reloads, loaded, retried, median_of (load), median_of (warm), median_of (took),
-          took->len ? g_array_index (took, double, took->len - 1) : 0, swap_max);
+          n_loaded_reloads, loaded, retried, median_of (load), median_of (warm), took_median,
+          took_max, swap_max);
   fflush (stdout);
   return errors;
 }
@@ -1059,10 +1144,16 @@ run (Bench *b, double capacity, double rate, double apart)
   GThread *thread = g_thread_new ("load", load_thread, &l);
   while (!g_atomic_int_get (&l.started))
     g_usleep (1000);
+  CpuMark cpu[4]; /* at the start, the reloads' start and end, the end */
+  cpu[0] = cpu_mark (b->server.pid);
   gint64 reload_from = a.t0 + (gint64) (o->steady / 2 * G_USEC_PER_SEC);
+  sleep_until (reload_from);
+  cpu[1] = cpu_mark (b->server.pid);
   gboolean ok = reload_phase (b, reload_from);
+  cpu[2] = cpu_mark (b->server.pid);
   guint n_loaded_reloads = b->reloads->len;
   g_thread_join (thread);
+  cpu[3] = cpu_mark (b->server.pid);
   gint64 load_end = g_get_monotonic_time ();
   if (!ok || l.results == NULL) {
     g_array_unref (a.records);
@@ -1079,6 +1170,15 @@ run (Bench *b, double capacity, double rate, double apart)
     (double) (reload_from - a.t0) / G_USEC_PER_SEC,
     (double) (last->t_answer - a.t0) / G_USEC_PER_SEC + o->after);
   sedp_loadgen_results_free (l.results);
+  double server[3], other[3];
+  for (guint i = 0; i < 3; i++)
+    cpu_between (&cpu[i], &cpu[i + 1], &server[i], &other[i]);
+  /* a neighbour's job on a shared machine takes cores from the server: say when it did */
+  printf ("RESULT reload_cpu_cores=%ld reload_cpu_server_cores_before=%.2f "
+          "reload_cpu_server_cores_reloads=%.2f reload_cpu_server_cores_after=%.2f "
+          "reload_cpu_other_jobs_cores_before=%.2f reload_cpu_other_jobs_cores_reloads=%.2f "
+          "reload_cpu_other_jobs_cores_after=%.2f\n", sysconf (_SC_NPROCESSORS_ONLN), server[0],
+          server[1], server[2], other[0], other[1], other[2]);
   /* the exit status says whether every answer was right; the other targets are for the reader */
   gboolean correct = errors == 0 && a.n_mismatch == 0 && a.n_ok > 0;
   g_array_unref (a.records);
@@ -1105,12 +1205,17 @@ run (Bench *b, double capacity, double rate, double apart)
           o->fast_reloads, ok ? "yes" : "no");
   printf ("RESULT swap_us_max=%.0f\n", swap_us_max);
 
-  gint64 dense = dense_model_bytes (b->data);
+  gint64 dense = part_bytes (b->data, "dense.onnx"), cube = part_bytes (b->data, "cube");
   double bound_kb = rss_steady + dense / 1024.0 + 0.05 * rss_steady;
   long rss_peak = MAX (rss_peak_load, rss_peak_fast);
+  /* for the reader: the versions alternate between two cubes, and the loading version's cube is
+   * resident beside the serving one's until the swap (docs/model-lifecycle.md, "Cubes are
+   * shared"); the bound with one cube more says whether that is all the peak holds */
   printf ("RESULT rss_steady_kb=%ld rss_steady_max_kb=%ld rss_peak_under_load_kb=%ld "
-          "rss_peak_fast_kb=%ld dense_model_bytes=%" G_GINT64_FORMAT " rss_bound_kb=%.0f\n",
-          rss_steady, rss_steady_max, rss_peak_load, rss_peak_fast, dense, bound_kb);
+          "rss_peak_fast_kb=%ld dense_model_bytes=%" G_GINT64_FORMAT " cube_bytes=%" G_GINT64_FORMAT
+          " rss_bound_kb=%.0f reload_peak_rss_over_bound_with_cube=%.3f\n",
+          rss_steady, rss_steady_max, rss_peak_load, rss_peak_fast, dense, cube, bound_kb,
+          rss_steady > 0 ? rss_peak / (bound_kb + cube / 1024.0) : -1);
   printf ("RESULT reload_peak_rss_over_bound=%.3f\n", rss_steady > 0 ? rss_peak / bound_kb : -1);
   printf ("RESULT rss_after_first_fast_reload_kb=%ld rss_after_last_fast_reload_kb=%ld\n",
           rss_first, rss_last);
