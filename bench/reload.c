@@ -835,8 +835,23 @@ in_window (const Bench *b, gint64 t0, double t)
   return FALSE;
 }
 
+/* Whether @t is in [answered − before, answered + after] of a reload: around the swap alone,
+ * without most of the load and warm-up before it. */
+static gboolean
+around_swap (const Bench *b, gint64 t0, double t)
+{
+  for (guint i = 0; i < b->reloads->len; i++) {
+    const Reload *r = &g_array_index (b->reloads, Reload, i);
+    double from = (double) (r->t_answer - t0) / G_USEC_PER_SEC - b->o->before;
+    double to = (double) (r->t_answer - t0) / G_USEC_PER_SEC + b->o->after;
+    if (t >= from && t <= to)
+      return TRUE;
+  }
+  return FALSE;
+}
+
 typedef struct {
-  GArray *window, *steady, *steady_before, *steady_after, *quiet; /* BenchTimed, by t */
+  GArray *window, *steady, *steady_before, *steady_after, *quiet, *swap; /* BenchTimed, by t */
 } Split;
 
 /* The OK answers' latencies, in the windows, in the steady phases (before the reload phase,
@@ -845,7 +860,7 @@ static Split
 split_latencies (const Bench *b, const Answers *a, double reload_from, double reload_to)
 {
   Split s;
-  GArray **all[] = {&s.window, &s.steady, &s.steady_before, &s.steady_after, &s.quiet};
+  GArray **all[] = {&s.window, &s.steady, &s.steady_before, &s.steady_after, &s.quiet, &s.swap};
   for (guint i = 0; i < G_N_ELEMENTS (all); i++)
     *all[i] = g_array_new (FALSE, FALSE, sizeof (BenchTimed));
   for (guint i = 0; i < a->records->len; i++) {
@@ -853,6 +868,8 @@ split_latencies (const Bench *b, const Answers *a, double reload_from, double re
     if (!r->ok)
       continue;
     BenchTimed x = {r->t, r->ms};
+    if (around_swap (b, a->t0, r->t))
+      g_array_append_val (s.swap, x);
     if (in_window (b, a->t0, r->t))
       g_array_append_val (s.window, x);
     else if (r->t < reload_from || r->t >= reload_to) {
@@ -950,7 +967,7 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
   printf ("RESULT reload_version_mismatches=%" G_GUINT64_FORMAT "\n", a->n_mismatch);
 
   Split s = split_latencies (b, a, reload_from, reload_to);
-  GArray *all[] = {s.window, s.steady, s.steady_before, s.steady_after, s.quiet};
+  GArray *all[] = {s.window, s.steady, s.steady_before, s.steady_after, s.quiet, s.swap};
   for (guint i = 0; i < G_N_ELEMENTS (all); i++)
     g_array_sort (all[i], timed_cmp);
   double p99_w = p99_of (s.window), p99_s = p99_of (s.steady);
@@ -963,6 +980,10 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
           "reload_p99_quiet_ms=%.2f reload_quiet_n=%u reload_window_s=-%g..+%g\n",
           p99_w, p99_s, s.window->len, s.steady->len, p99_of (s.steady_before),
           p99_of (s.steady_after), p99_of (s.quiet), s.quiet->len, b->o->before, b->o->after);
+  double p99_swap = p99_of (s.swap);
+  printf ("RESULT reload_p99_around_swap_ms=%.2f reload_around_swap_n=%u "
+          "reload_p99_around_swap_over_steady=%.3f\n", p99_swap, s.swap->len,
+          p99_s > 0 ? p99_swap / p99_s : -1);
   printf ("RESULT reload_p99_over_steady_ci90=%.3f..%.3f\n", 1 + lo, 1 + hi);
   printf ("RESULT reload_p99_over_steady=%.3f\n", p99_s > 0 ? p99_w / p99_s : -1);
   for (guint i = 0; i < G_N_ELEMENTS (all); i++)
