@@ -548,6 +548,39 @@ unbegin (SedpPipeline *p, SedpRequest *r, gboolean auto_deadline)
   sedp_request_unref (r);
 }
 
+/* sedp_pipeline_run()'s wait. */
+typedef struct {
+  GMutex lock;
+  GCond cond;
+  gboolean done;
+} RunWait;
+
+static void
+run_done (SedpRequest *request, gpointer data)
+{
+  RunWait *w = data;
+  g_mutex_lock (&w->lock);
+  w->done = TRUE;
+  g_cond_signal (&w->cond);
+  g_mutex_unlock (&w->lock);
+}
+
+SedpStatus
+sedp_pipeline_run (SedpPipeline *pipeline, SedpRequest *request)
+{
+  RunWait w = {.done = FALSE};
+  g_mutex_init (&w.lock);
+  g_cond_init (&w.cond);
+  SedpStatus st = sedp_pipeline_submit (pipeline, request, run_done, &w);
+  g_mutex_lock (&w.lock);
+  while (st == SEDP_STATUS_OK && !w.done)
+    g_cond_wait (&w.cond, &w.lock);
+  g_mutex_unlock (&w.lock);
+  g_mutex_clear (&w.lock);
+  g_cond_clear (&w.cond);
+  return st;
+}
+
 SedpStatus
 sedp_pipeline_submit (SedpPipeline *p, SedpRequest *r, SedpRequestDone done, gpointer user_data)
 {

@@ -148,6 +148,16 @@ SEDP_API gboolean sedp_pipeline_start (SedpPipeline *pipeline, GError **error);
 SEDP_API SedpStatus sedp_pipeline_submit (SedpPipeline *pipeline, SedpRequest *request,
                                           SedpRequestDone done, gpointer user_data);
 
+/**
+ * sedp_pipeline_run:
+ * @request: the request (a reference is taken)
+ *
+ * sedp_pipeline_submit() and a wait for the request's completion, for a caller that has a
+ * thread to block (never a stage's worker of @pipeline: it would wait for itself). Returns
+ * %SEDP_STATUS_OK once the request completed (its result is in @request), or the refusal.
+ */
+SEDP_API SedpStatus sedp_pipeline_run (SedpPipeline *pipeline, SedpRequest *request);
+
 /* Refuses new requests, waits until every accepted one completed, stops the threads. */
 SEDP_API void sedp_pipeline_stop (SedpPipeline *pipeline);
 

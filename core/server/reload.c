@@ -1,10 +1,13 @@
 /* sedp — hot reload of a served pipeline's model (docs/model-lifecycle.md): versions as
  * refcounted pipeline instances, the loader thread (check → instantiate → warm up), the swap in
  * the main context, rollback, the probation guards and the repository watcher. */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include "reload.h"
 
 #include "../dsl/spec.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,12 +26,10 @@ describe_versions (const GPtrArray *models)
   return g_string_free (out, FALSE);
 }
 
-Instance *
-instance_new (SedpServer *server, Served *s, SedpGraph *graph, GError **error)
+/* Starts @pipeline (taken) and makes it an instance. */
+static Instance *
+instance_start (SedpServer *server, Served *s, SedpPipeline *pipeline, GError **error)
 {
-  SedpPipeline *pipeline = sedp_pipeline_new (graph, error);
-  if (pipeline == NULL)
-    return NULL;
   if (!sedp_pipeline_start (pipeline, error)) {
     sedp_pipeline_free (pipeline);
     return NULL;
@@ -43,6 +44,13 @@ instance_new (SedpServer *server, Served *s, SedpGraph *graph, GError **error)
   inst->loaded_at = g_date_time_new_now_utc ();
   inst->latencies = g_array_sized_new (FALSE, FALSE, sizeof (guint32), INSTANCE_LATENCIES);
   return inst;
+}
+
+Instance *
+instance_new (SedpServer *server, Served *s, SedpGraph *graph, GError **error)
+{
+  SedpPipeline *pipeline = sedp_pipeline_new (graph, error);
+  return pipeline ? instance_start (server, s, pipeline, error) : NULL;
 }
 
 Instance *
@@ -160,37 +168,12 @@ typedef struct {
   double load_s, warmup_s;
 } Job;
 
-/* Sends @s's warm-up requests through @pipeline, one at a time; each must end OK, PARTIAL or
- * TIMEOUT. */
-typedef struct {
-  GMutex lock;
-  GCond cond;
-  gboolean done;
-} Wait;
-
-static void
-warm_done (SedpRequest *request, gpointer data)
-{
-  Wait *w = data;
-  g_mutex_lock (&w->lock);
-  w->done = TRUE;
-  g_cond_signal (&w->cond);
-  g_mutex_unlock (&w->lock);
-}
-
 static gboolean
 warm_one (Served *s, SedpPipeline *pipeline, const SedpWarmupRecord *rec, guint n, GError **error)
 {
-  Wait w = {.done = FALSE};
-  g_mutex_init (&w.lock);
-  g_cond_init (&w.cond);
   SedpRequest *request = server_warmup_request (rec, n);
-  SedpStatus st = sedp_pipeline_submit (pipeline, request, warm_done, &w);
+  SedpStatus st = sedp_pipeline_run (pipeline, request);
   if (st == SEDP_STATUS_OK) {
-    g_mutex_lock (&w.lock);
-    while (!w.done)
-      g_cond_wait (&w.cond, &w.lock);
-    g_mutex_unlock (&w.lock);
     const SedpResult *res = sedp_request_get_result (request);
     st = sedp_result_get_status (res);
     if (st != SEDP_STATUS_OK && st != SEDP_STATUS_PARTIAL && st != SEDP_STATUS_TIMEOUT) {
@@ -204,11 +187,11 @@ warm_one (Served *s, SedpPipeline *pipeline, const SedpWarmupRecord *rec, guint 
                  "%s:%u: warm-up request refused by the new version (%s)", s->warmup_file,
                  rec->line, sedp_status_to_string (st));
   sedp_request_unref (request);
-  g_mutex_clear (&w.lock);
-  g_cond_clear (&w.cond);
   return error == NULL || *error == NULL;
 }
 
+/* Sends @s's warm-up requests through @pipeline, one at a time; each must end OK, PARTIAL or
+ * TIMEOUT. */
 static gboolean
 warm_instance (Served *s, SedpPipeline *pipeline, GError **error)
 {
@@ -259,9 +242,17 @@ versions_with (const Instance *old, const char *model, gint64 version)
   return v;
 }
 
-/* The new version's instance, checked and warmed up. */
-static Instance *
-load_version (Job *j, gint64 version, GError **error)
+/* What the loader makes at idle priority: the new version's stopped pipeline. */
+typedef struct {
+  Job *job;
+  gint64 version;
+  SedpPipeline *pipeline;
+  GError *error;
+} Prepare;
+
+/* Checks the bundle and creates the stages (the model loaded, the cubes opened or shared). */
+static SedpPipeline *
+prepare_pipeline (Job *j, gint64 version, GError **error)
 {
   Served *s = j->served;
   g_autoptr (GHashTable) versions = versions_with (j->old, j->r->model, version);
@@ -275,12 +266,39 @@ load_version (Job *j, gint64 version, GError **error)
     sedp_graph_free (graph);
     return NULL;
   }
-  Instance *inst = instance_new (j->server, s, graph, error);
+  return sedp_pipeline_new (graph, error);
+}
+
+/* A thread of its own at SCHED_IDLE: reading, hashing and loading a version takes whole seconds
+ * of CPU that the serving threads need more. (The pipeline's workers are started afterwards,
+ * from the loader thread, so that they do not inherit the idle policy.) */
+static gpointer
+prepare_thread (gpointer data)
+{
+  Prepare *p = data;
+  struct sched_param param = {0};
+  if (sched_setscheduler (0, SCHED_IDLE, &param) != 0)
+    g_debug ("reload: SCHED_IDLE refused (%s): loading at normal priority", g_strerror (errno));
+  p->pipeline = prepare_pipeline (p->job, p->version, &p->error);
+  return NULL;
+}
+
+/* The new version's instance, checked, started and warmed up. */
+static Instance *
+load_version (Job *j, gint64 version, GError **error)
+{
+  Prepare p = {j, version, NULL, NULL};
+  g_thread_join (g_thread_new ("sedp-reload-prep", prepare_thread, &p));
+  if (p.pipeline == NULL) {
+    g_propagate_error (error, p.error);
+    return NULL;
+  }
+  Instance *inst = instance_start (j->server, j->served, p.pipeline, error);
   if (inst == NULL)
     return NULL;
   j->load_s = (double) (g_get_monotonic_time () - j->t0) / 1e6;
   gint64 t0 = g_get_monotonic_time ();
-  if (!warm_instance (s, inst->pipeline, error)) {
+  if (!warm_instance (j->served, inst->pipeline, error)) {
     instance_destroy (inst);
     return NULL;
   }

@@ -4,6 +4,7 @@
 #include "space-private.h"
 
 #include "../dsl/options.h"
+#include "../graph/models.h"
 
 #include <math.h>
 #include <string.h>
@@ -61,8 +62,15 @@ static gboolean
 option_start (const SedpPipelineSpec *spec, const SedpOptionSpec *schema, SedpTuneTarget *t,
               GError **error)
 {
+  /* A stage naming a served model's parts (@NAME) needs them bound to check its options. */
+  g_autoptr (GHashTable) parts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr (GPtrArray) models = spec->models && spec->models->len
+                                     ? sedp_graph_bind_models (spec, NULL, parts, error)
+                                     : g_ptr_array_new ();
+  if (models == NULL)
+    return FALSE;
   SedpOptionValues *values =
-      sedp_option_values_parse (schema, t->stage, spec->path, spec->dir, NULL, error);
+      sedp_option_values_parse (schema, t->stage, spec->path, spec->dir, parts, error);
   if (values == NULL)
     return FALSE;
   SedpOptionType type;
