@@ -543,10 +543,23 @@ parse_layers (const char *opt, const char *text, guint *n, guint *sizes, gboolea
   return TRUE;
 }
 
+/* --@name's value @text (NULL: not given, *@seed kept) as a seed; FALSE with the message. */
+static gboolean
+parse_seed (const char *name, const char *text, guint64 *seed)
+{
+  if (text == NULL || g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT64, seed, NULL))
+    return TRUE;
+  g_autofree char *msg = g_strdup_printf ("--%s wants a non-negative integer, not '%s'", name,
+                                          text);
+  sedp_cli_error ("model synth", msg);
+  return FALSE;
+}
+
 static int
 cmd_synth (int argc, char **argv)
 {
-  g_autofree char *arch = NULL, *seed_text = NULL, *preset = NULL, *out = NULL;
+  g_autofree char *arch = NULL, *seed_text = NULL, *dense_seed_text = NULL, *preset = NULL;
+  g_autofree char *out = NULL;
   g_autofree char *hidden = NULL, *bottom = NULL, *expert_hidden = NULL, *att_hidden = NULL;
   int slots = -1, dim = -1, rows = -1, ids = -1, dense = -1, cross = -1, experts = -1;
   int tower = -1, opset = -1, seq_len = -1, heads = -1, ffn = -1;
@@ -555,6 +568,8 @@ cmd_synth (int argc, char **argv)
     {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch,
      "mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien or bst", "ARCH"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text, "Seed of the weights (default 1)", "S"},
+    {"dense-seed", 0, 0, G_OPTION_ARG_STRING, &dense_seed_text,
+     "Seed of every weight but the embedding tables (default: --seed)", "S"},
     {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "small (default) or realistic", "PRESET"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "The ONNX file to write", "FILE.onnx"},
     {"slots", 0, 0, G_OPTION_ARG_INT, &slots, "Sparse slots (embedding tables)", "N"},
@@ -596,7 +611,9 @@ cmd_synth (int argc, char **argv)
                        "sum or mean pooling; then the dense part of ARCH (din, dien and bst also "
                        "read 'item' int64 [batch, 1] and 'hist' int64 [batch, seq_len], 0 = "
                        "padding, both indexing 'emb_item'). Weights are drawn from "
-                       "SEED: the same arguments write the same file.",
+                       "SEED, all but the embedding tables from --dense-seed when it is given "
+                       "(the same tables under other dense weights): the same arguments write "
+                       "the same file.",
                        entries, &argc, &argv))
     return 2;
   if (argc != 1) {
@@ -617,13 +634,12 @@ cmd_synth (int argc, char **argv)
     sedp_cli_error ("model synth", "missing -o FILE.onnx");
     return 2;
   }
-  guint64 seed = 1;
-  if (seed_text && !g_ascii_string_to_unsigned (seed_text, 10, 0, G_MAXUINT64, &seed, NULL)) {
-    g_autofree char *msg = g_strdup_printf ("--seed wants a non-negative integer, not '%s'",
-                                            seed_text);
-    sedp_cli_error ("model synth", msg);
+  guint64 seed = 1, dense_seed;
+  if (!parse_seed ("seed", seed_text, &seed))
     return 2;
-  }
+  dense_seed = seed;
+  if (!parse_seed ("dense-seed", dense_seed_text, &dense_seed))
+    return 2;
   SedpNnSynthOptions o;
   if (!sedp_nn_synth_options_init (&o, preset ? preset : "small", arch)) {
     g_autofree char *msg = g_strdup_printf ("unknown --preset '%s' (small or realistic)", preset);
@@ -669,7 +685,7 @@ cmd_synth (int argc, char **argv)
     return 2;
 
   g_autoptr (GError) error = NULL;
-  g_autoptr (SedpNnModel) model = sedp_nn_synth (arch, seed, &o, &error);
+  g_autoptr (SedpNnModel) model = sedp_nn_synth_seeds (arch, seed, dense_seed, &o, &error);
   if (model == NULL) {
     sedp_cli_error ("model synth", error->message);
     return 2;
@@ -681,9 +697,12 @@ cmd_synth (int argc, char **argv)
   guint64 params = 0;
   for (guint k = 0; k < model->n_initializers; k++)
     params += (guint64) sedp_nn_tensor_numel (model->initializers[k]);
-  printf ("wrote %s: %s, seed %" G_GUINT64_FORMAT ", opset %" G_GINT64_FORMAT
+  g_autofree char *dense_note = dense_seed == seed ? g_strdup ("")
+    : g_strdup_printf (", dense seed %" G_GUINT64_FORMAT, dense_seed);
+  printf ("wrote %s: %s, seed %" G_GUINT64_FORMAT "%s, opset %" G_GINT64_FORMAT
           ", %u inputs, %u outputs, %u nodes, %" G_GUINT64_FORMAT " parameters\n",
-          out, arch, seed, model->opset, model->n_inputs, model->n_outputs, model->n_nodes, params);
+          out, arch, seed, dense_note, model->opset, model->n_inputs, model->n_outputs,
+          model->n_nodes, params);
   return 0;
 }
 

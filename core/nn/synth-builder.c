@@ -5,11 +5,13 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* splitmix64: the same stream on every platform. */
+/* splitmix64: the same stream on every platform; two of them in step (see synth-private.h). */
 guint64
 synth_rng_next (SynthBuilder *b)
 {
-  guint64 z = (b->rng += 0x9e3779b97f4a7c15ULL);
+  b->rng += 0x9e3779b97f4a7c15ULL;
+  b->table_rng += 0x9e3779b97f4a7c15ULL;
+  guint64 z = b->tables ? b->table_rng : b->rng;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
@@ -40,6 +42,16 @@ synth_init_uniform (SynthBuilder *b, const char *name, int rank, const gint64 *d
     d[k] = synth_rng_uniform (b, lo, hi);
   sedp_nn_model_add_initializer (b->m, t);
   return t->name;
+}
+
+/* The same for an embedding table: drawn from the tables' stream. */
+const char *
+synth_init_table (SynthBuilder *b, const char *name, int rank, const gint64 *dims, float lo, float hi)
+{
+  b->tables = TRUE;
+  const char *t = synth_init_uniform (b, name, rank, dims, lo, hi);
+  b->tables = FALSE;
+  return t;
 }
 
 const char *
@@ -267,7 +279,7 @@ synth_lookup (SynthBuilder *b, const char *table, guint k, guint width, float sc
   g_autofree char *slot = g_strdup_printf ("slot_%u", k);
   g_autofree char *scope = g_strdup_printf ("/%s.%u", table, k);
   gint64 dims[2] = {b->o->rows, width};
-  const char *t = synth_init_uniform (b, tname, 2, dims, -scale, scale);
+  const char *t = synth_init_table (b, tname, 2, dims, -scale, scale);
   SedpNnNode *n = synth_add (b, scope, "Gather", t, slot, NULL);
   sedp_nn_node_set_attr_int (n, "axis", 0);
   return OUT (n);

@@ -87,7 +87,7 @@ synth_build_wdl (SynthBuilder *b)
     g_autofree char *input = g_strdup_printf ("cross_%u", k);
     g_autofree char *scope = g_strdup_printf ("/cross_emb.%u", k);
     gint64 dims[2] = {o->rows, 1};
-    const char *t = synth_init_uniform (b, tname, 2, dims, -0.1f, 0.1f);
+    const char *t = synth_init_table (b, tname, 2, dims, -0.1f, 0.1f);
     SedpNnNode *n = synth_add (b, scope, "Gather", t, input, NULL);
     sedp_nn_node_set_attr_int (n, "axis", 0);
     g_ptr_array_add (wparts, (gpointer) synth_reduce (b, scope, "ReduceSum", OUT (n), 1, FALSE));

@@ -6,11 +6,13 @@
 
 #include "synth.h"
 
-/* One model being built: the model, its options, the random stream, the names in use. */
+/* One model being built: the model, its options, the random streams, the names in use. */
 typedef struct {
   SedpNnModel *m;
   const SedpNnSynthOptions *o;
-  guint64 rng;
+  guint64 rng;       /* the dense weights' stream (splitmix64 state), from the dense seed */
+  guint64 table_rng; /* the embedding tables' stream, from the seed */
+  gboolean tables;   /* drawing an embedding table: synth_rng_next reads table_rng */
   GHashTable *names; /* node names in use (owned keys) → uses */
   GHashTable *axes;  /* reduce axes initializers by content → name (borrowed) */
   guint anon;
@@ -22,7 +24,10 @@ typedef struct {
 /* How a slot's ids are pooled: sum, mean, or `emb(ids).sum(1) / ids.size(1)`. */
 typedef enum { POOL_SUM, POOL_MEAN, POOL_SUM_DIV } Pool;
 
-/* splitmix64: the same stream on every platform. */
+/* splitmix64: the same stream on every platform. Both streams advance on every draw and the
+ * draw takes its value from the tables' stream while b->tables is set, else from the dense one:
+ * a table's values depend on the seed and its place in the model, not on the dense seed, and
+ * with equal seeds the two are one stream. */
 guint64 synth_rng_next(SynthBuilder *b);
 /* Uniform in [lo, hi). */
 float synth_rng_uniform(SynthBuilder *b, float lo, float hi);
@@ -30,6 +35,9 @@ char *synth_anon_name(SynthBuilder *b, const char *what);
 /* A float initializer of @rank dims, uniform in [lo, hi). Returns its name (owned by the model). */
 const char *synth_init_uniform(SynthBuilder *b, const char *name, int rank, const gint64 *dims,
                                float lo, float hi);
+/* The same for an embedding table (an initializer read by Gather): drawn from the tables' stream. */
+const char *synth_init_table(SynthBuilder *b, const char *name, int rank, const gint64 *dims,
+                             float lo, float hi);
 const char *synth_init_scalar_f(SynthBuilder *b, const char *name, float v);
 const char *synth_init_i64(SynthBuilder *b, const char *name, guint n, const gint64 *v);
 /* A node with one output "<scope>/<op>[_N]_output_0"; @in NULL-terminated. The node pointer is

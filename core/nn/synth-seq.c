@@ -105,8 +105,10 @@ seq_inputs (SynthBuilder *b)
   SedpNnTensor *t = sedp_nn_tensor_new ("emb_item", SEDP_NN_FLOAT, 2, dims);
   float *d = t->data;
   /* Wider than the slots' tables (±0.1): the attention reads differences between items. */
+  b->tables = TRUE;
   for (gint64 k = 0; k < (gint64) o->rows * o->dim; k++)
     d[k] = synth_rng_uniform (b, -0.5f, 0.5f);
+  b->tables = FALSE;
   memset (d, 0, o->dim * sizeof (float));
   sedp_nn_model_add_initializer (b->m, t);
   return t->name;

@@ -385,6 +385,13 @@ check_options (const SedpNnSynthOptions *o, const char *arch, GError **error)
 SedpNnModel *
 sedp_nn_synth (const char *arch, guint64 seed, const SedpNnSynthOptions *opts, GError **error)
 {
+  return sedp_nn_synth_seeds (arch, seed, seed, opts, error);
+}
+
+SedpNnModel *
+sedp_nn_synth_seeds (const char *arch, guint64 seed, guint64 dense_seed,
+                     const SedpNnSynthOptions *opts, GError **error)
+{
   g_return_val_if_fail (arch != NULL, NULL);
   SedpNnSynthOptions small;
   if (opts == NULL) {
@@ -430,7 +437,8 @@ sedp_nn_synth (const char *arch, guint64 seed, const SedpNnSynthOptions *opts, G
   SynthBuilder b = {
     .m = sedp_nn_model_new (opts->opset, "sedp-synth"),
     .o = opts,
-    .rng = seed ^ 0x5ed9c0ffee5eedULL,
+    .rng = dense_seed ^ 0x5ed9c0ffee5eedULL,
+    .table_rng = seed ^ 0x5ed9c0ffee5eedULL,
     .names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
     .axes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
   };

@@ -69,4 +69,12 @@ SEDP_API gboolean sedp_nn_synth_options_init (SedpNnSynthOptions *opts, const ch
 SEDP_API SedpNnModel *sedp_nn_synth (const char *arch, guint64 seed,
                                      const SedpNnSynthOptions *opts, GError **error);
 
+/* The same with the embedding tables (every initializer read by Gather: emb_K, emb_item,
+ * wide_emb_K, fo_emb_K, cross_emb_K) drawn from @seed and every other weight from @dense_seed:
+ * models of one @seed and other dense seeds have the same tables, as a retrained dense model over
+ * unchanged embeddings. sedp_nn_synth (arch, seed, …) is sedp_nn_synth_seeds (arch, seed, seed,
+ * …). */
+SEDP_API SedpNnModel *sedp_nn_synth_seeds (const char *arch, guint64 seed, guint64 dense_seed,
+                                           const SedpNnSynthOptions *opts, GError **error);
+
 G_END_DECLS

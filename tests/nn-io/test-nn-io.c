@@ -371,6 +371,56 @@ test_synth_deterministic (void)
   }
 }
 
+/* Whether initializer @name of @m is an embedding table: the data input of a Gather. */
+static gboolean
+is_gathered (const SedpNnModel *m, const char *name)
+{
+  for (guint n = 0; n < m->n_nodes; n++)
+    if (strcmp (m->nodes[n].op_type, "Gather") == 0 && m->nodes[n].n_inputs == 2 &&
+        strcmp (m->nodes[n].inputs[0], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* --dense-seed: one seed and two dense seeds give the same embedding tables and other dense
+ * weights (every dense initializer that another seed changes changes); equal seeds are
+ * sedp_nn_synth's model. */
+static void
+test_synth_dense_seed (void)
+{
+  g_autoptr (GError) error = NULL;
+  for (const char *const *arch = sedp_nn_synth_archs (); *arch; arch++) {
+    g_autoptr (SedpNnModel) a = sedp_nn_synth_seeds (*arch, 5, 5, NULL, &error);
+    g_autoptr (SedpNnModel) plain = sedp_nn_synth (*arch, 5, NULL, &error);
+    g_autoptr (SedpNnModel) b = sedp_nn_synth_seeds (*arch, 5, 9, NULL, &error);
+    g_autoptr (SedpNnModel) other = sedp_nn_synth (*arch, 6, NULL, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (other);
+    assert_models_equal (a, plain);
+    CU_ASSERT_EQUAL_FATAL (a->n_initializers, b->n_initializers);
+    CU_ASSERT_EQUAL_FATAL (a->n_initializers, other->n_initializers);
+    guint tables = 0, dense = 0;
+    for (guint k = 0; k < a->n_initializers; k++) {
+      const SedpNnTensor *x = a->initializers[k], *y = b->initializers[k];
+      CU_ASSERT_STRING_EQUAL_FATAL (x->name, y->name);
+      gboolean drawn = !tensors_equal (x, other->initializers[k]);
+      if (is_gathered (a, x->name)) {
+        tables++;
+        CU_ASSERT_TRUE (drawn);
+        if (!tensors_equal (x, y))
+          CU_FAIL_FATAL ("an embedding table differs between dense seeds");
+      } else if (drawn) {
+        dense++;
+        if (tensors_equal (x, y))
+          CU_FAIL_FATAL ("a dense weight is the same under another dense seed");
+      }
+    }
+    CU_ASSERT_TRUE (tables > 0);
+    CU_ASSERT_TRUE (dense > 0);
+  }
+}
+
 /* Older opsets get the attribute forms (axes of ReduceSum / Unsqueeze / Squeeze). */
 static void
 test_synth_opsets (void)
@@ -1943,6 +1993,7 @@ main (void)
     {"synth: save/load round trip, every arch", test_synth_round_trip},
     {"synth: inputs, outputs and ops", test_synth_shape},
     {"synth: deterministic in the seed", test_synth_deterministic},
+    {"synth: --dense-seed: the same tables, other dense weights", test_synth_dense_seed},
     {"synth: attribute forms of older opsets", test_synth_opsets},
     {"synth: options", test_synth_options},
     {"synth: din, dien, bst: inputs, ops, bytes, opsets", test_synth_seq_shape},
