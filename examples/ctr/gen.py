@@ -3,8 +3,9 @@
 and a dense model, draws users and items with Zipf-distributed feature ids, scores every item with
 the unsplit model (`sedp model eval`) to draw a recall `escore` correlated with that score, and
 writes the request files (JSON Lines, PredictRequest JSON lines, a protobuf request log); with
---repository, also a model repository of two versions of other weights over the same requests
-(pipelines/ctr-live.pipeline). Run through examples/ctr/prepare."""
+--repository, also a model repository of two versions over the same requests
+(pipelines/ctr-live.pipeline): version 2 a retrained dense model over version 1's embeddings and
+cube, or with --new-embeddings, other embeddings too. Run through examples/ctr/prepare."""
 import argparse
 import bisect
 import json
@@ -22,8 +23,14 @@ PRESETS = {
     "small": dict(rows=100, ids=3, requests=4, items=12),
 }
 SLOTS = 26
-# --repository: the versions of model 'ctr' written to OUT/models, each with its weights' seed.
-REPOSITORY_VERSIONS = ((1, 1), (2, 2))
+# --repository: the versions of model 'ctr' written to OUT/models: (version, the seed of its
+# embedding tables, the seed of its other weights (sedp model synth --seed, --dense-seed), the
+# version whose cube it packs or None for its own). Version 2 is a retrained dense model over
+# version 1's embeddings: it packs version 1's cube, the same bytes, which a server shares between
+# the two (docs/model-lifecycle.md, "Cubes are shared").
+REPOSITORY_VERSIONS = ((1, 1, 1, None), (2, 1, 2, 1))
+# --repository --new-embeddings: version 2 of other embeddings too, its own cube.
+REPOSITORY_NEW_EMBEDDINGS = ((1, 1, 1, None), (2, 2, 2, None))
 DENSE = 13
 USER_SLOTS = 13  # slot_0 … slot_12 describe the user, slot_13 … slot_25 the item
 
@@ -180,10 +187,15 @@ def main():
     ap.add_argument("--din", action="store_true",
                     help="DIN over the users' clicks (pipelines/ctr-din.pipeline) instead of dlrm")
     ap.add_argument("--repository", action="store_true",
-                    help="also OUT/models/ctr/1 and 2: bundles of the model with the weights' "
-                    "seeds %s, and their scores of the same requests in OUT/expected-v1.tsv, "
-                    "expected-v2.tsv" % ", ".join(str(s) for _, s in REPOSITORY_VERSIONS))
+                    help="also OUT/models/ctr/1 and 2: bundles of the model of seed 1 and of the "
+                    "same embeddings (version 1's cube) under dense weights of seed 2, and their "
+                    "scores of the same requests in OUT/expected-v1.tsv, expected-v2.tsv")
+    ap.add_argument("--new-embeddings", action="store_true",
+                    help="with --repository: version 2 is the model of seed 2 throughout, its "
+                    "embeddings and cube too")
     a = ap.parse_args()
+    if a.new_embeddings and not a.repository:
+        ap.error("--new-embeddings goes with --repository")
     if a.model_seed < 0:
         ap.error("--model-seed wants a non-negative integer")
     if a.din:
@@ -236,27 +248,34 @@ def main():
 
     write_expected_and_requests(rng, out, reqs, rows_all, scores)
     if a.repository:
-        write_repository(a.sedp, out, synth_args, inputs, rows_all)
+        write_repository(a.sedp, out, synth_args, inputs, rows_all,
+                         REPOSITORY_NEW_EMBEDDINGS if a.new_embeddings else REPOSITORY_VERSIONS)
     shutil.rmtree(os.path.join(out, "eval-in"))
     train_shedder(a.sedp, out)
     print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
           "requests.run.jsonl, expected.tsv%s%s)" % (out, preset, n_req,
           items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
           ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else "",
-          "; models/ctr/1, 2, expected-v1.tsv, expected-v2.tsv" if a.repository else ""))
+          ("; models/ctr/1, 2 (%s), expected-v1.tsv, expected-v2.tsv" %
+           ("new embeddings" if a.new_embeddings else "2: version 1's cube, other dense weights"))
+          if a.repository else ""))
 
 
-def write_repository(sedp, out, synth_args, inputs, rows_all):
-    """--repository: for each (version, weights' seed) of REPOSITORY_VERSIONS, the model synthesized
-    with that seed (its cube differs too: the embedding tables are weights), split, and packed as
-    out/models/ctr/VERSION (`sedp model pack`); its unsplit model's scores of every item of the
-    same requests in out/expected-vVERSION.tsv (request id, item id, score: expected.tsv's format,
-    the scores as `sedp model eval` gives them, not clipped)."""
+def write_repository(sedp, out, synth_args, inputs, rows_all, versions):
+    """--repository: for each (version, seed, dense seed, cube of) of @versions, the model
+    synthesized with those seeds, split, and packed as out/models/ctr/VERSION (`sedp model pack`)
+    with its own cube or a copy of the cube of version `cube of` (the same bytes: its embedding
+    tables are that version's, and a server shares the cube); its unsplit model's scores of every
+    item of the same requests in out/expected-vVERSION.tsv (request id, item id, score:
+    expected.tsv's format, the scores as `sedp model eval` gives them, not clipped). The ids are
+    hashed with the cube's hash key by the pipeline, so a dense model with another version's cube
+    of the same tables computes its unsplit model's function."""
     repo = os.path.join(out, "models")
-    for version, seed in REPOSITORY_VERSIONS:
+    for version, seed, dense_seed, cube_of in versions:
         work = os.path.join(out, "v%d" % version)
         os.makedirs(work)
-        model = synth_and_split(sedp, work, synth_args + ["--seed", str(seed)])
+        model = synth_and_split(sedp, work, synth_args + ["--seed", str(seed),
+                                                          "--dense-seed", str(dense_seed)])
         scores = eval_scores(sedp, model, work, inputs, len(rows_all))
         with open(os.path.join(out, "expected-v%d.tsv" % version), "w") as f:
             for (r, it), s in zip(rows_all, scores):
@@ -264,8 +283,12 @@ def write_repository(sedp, out, synth_args, inputs, rows_all):
         # pack takes a folder of one model and its cubes, nothing else
         parts = os.path.join(work, "parts")
         os.makedirs(parts)
-        for name in ("dense.onnx", "cube"):
-            os.rename(os.path.join(work, name), os.path.join(parts, name))
+        os.rename(os.path.join(work, "dense.onnx"), os.path.join(parts, "dense.onnx"))
+        if cube_of is None:
+            os.rename(os.path.join(work, "cube"), os.path.join(parts, "cube"))
+        else:
+            shutil.copytree(os.path.join(repo, "ctr", str(cube_of), "cube"),
+                            os.path.join(parts, "cube"))
         run([sedp, "model", "pack", parts, "--name", "ctr", "--version", str(version),
              "--repository", repo])
         shutil.rmtree(work)
