@@ -2,9 +2,12 @@
  * (docs/model-lifecycle.md, "Benchmark: bench/run reload").
  *
  * 1. prepares the CTR example with a model repository (examples/ctr/prepare --repository: 64
- *    requests of --items candidates, versions 1 and 2 of model 'ctr' with the weights of model
- *    seeds 1 and 2, their scores expected-v1.tsv and expected-v2.tsv) once, under
- *    build-bench/reload-data/;
+ *    requests of --items candidates, versions 1 and 2 of model 'ctr', their scores
+ *    expected-v1.tsv and expected-v2.tsv) once, under build-bench/reload-data/. Version 2 is a
+ *    retrained dense model (dense seed 2) over version 1's embeddings, packed with version 1's
+ *    cube, which the server shares (scenario shared_cube); with --new-embeddings, the model of
+ *    seed 2 with its own cube (new_embeddings, under build-bench/reload-data-new-embeddings/).
+ *    The cubes' meta files are compared: the same bytes, or other ones, as the scenario says;
  * 2. makes a fresh working repository build-bench/reload-repo/ (versions 1 and 2 as hard links),
  *    a copy of pipelines/ctr-live.pipeline pointing at it and at the data (poll_interval_s = 1),
  *    an admin token file (mode 0600), and starts `sedp serve COPY --listen 127.0.0.1:0
@@ -36,15 +39,18 @@
  * 200 with status OK), reload_version_mismatches (OK answers whose scores are not those of the
  * version they name, or that name no version made), reload_p99_over_steady (p99 of the requests
  * due in the windows over the steady p99), swap_us_max (the server's sedp_model_swap_us_max),
- * reload_peak_rss_over_bound (peak VmRSS from the first reload to the end over steady VmRSS —
- * the median of the first steady phase — + the largest dense.onnx + 5 % of steady VmRSS),
+ * reload_peak_rss_over_bound (peak VmRSS of the reload phases — from the first reload to the last
+ * one's window end under load, and the fast reloads — over the peak VmRSS of the two steady
+ * phases + the largest dense.onnx + 5 % of that steady peak; _median: the same over the first
+ * steady phase's median, _with_cube: one cube more in the bound),
  * rss_growth_50_reloads ((VmRSS after the last fast reload − after the first) / after the first),
  * with the supporting lines before them.
  *
  * Options: --duration S (120), --interval S (5), --load F (0.7), --rate R (requests/s; skips the
  * capacity search), --steady S (40), --fast-reloads N (50), --fast-interval S (0.5), --items N
  * (300), --capacity-seconds S (5), --capacity-slo-ms MS (100), --window-before S (0.5),
- * --window-after S (1.5). SEDP_BENCH_QUICK=1 shortens every phase (a smoke run). */
+ * --window-after S (1.5), --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke
+ * run). */
 #define _GNU_SOURCE /* memmem */
 #include "bench-process.h"
 #include "load/capacity.h"
@@ -75,6 +81,7 @@ typedef struct {
   double duration, interval, load, rate, steady, fast_interval, cap_seconds, cap_slo_ms;
   double before, after;
   gint fast_reloads, items;
+  gboolean new_embeddings; /* version 2 of other embeddings, its own cube */
 } Options;
 
 /* ---- the expected scores: per request, each item's score under weights 1 and 2 ---- */
@@ -1017,17 +1024,50 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
 
 /* ---- the benchmark ---- */
 
+static const char *
+scenario (const Options *o)
+{
+  return o->new_embeddings ? "new_embeddings" : "shared_cube";
+}
+
+/* Whether versions 1 and 2 of @data carry the cube the scenario says: the same `meta` bytes (the
+ * server shares the cube) for shared_cube, other ones for new_embeddings. */
+static gboolean
+check_scenario (const Bench *b)
+{
+  g_autofree char *m1 = g_strdup_printf ("%s/models/%s/1/cube/meta", b->data, MODEL);
+  g_autofree char *m2 = g_strdup_printf ("%s/models/%s/2/cube/meta", b->data, MODEL);
+  g_autofree char *t1 = NULL, *t2 = NULL;
+  gsize n1 = 0, n2 = 0;
+  if (!g_file_get_contents (m1, &t1, &n1, NULL) || !g_file_get_contents (m2, &t2, &n2, NULL)) {
+    fprintf (stderr, "reload: cannot read %s or %s\n", m1, m2);
+    return FALSE;
+  }
+  gboolean same = n1 == n2 && memcmp (t1, t2, n1) == 0;
+  printf ("RESULT reload_scenario=%s reload_cube_meta_same=%s\n", scenario (b->o),
+          same ? "yes" : "no");
+  if (same != !b->o->new_embeddings) {
+    fprintf (stderr, "reload: versions 1 and 2 of %s have %s cube: not the %s scenario (remove "
+             "the folder to prepare it again)\n", b->data, same ? "the same" : "another",
+             scenario (b->o));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* The data: the example with its repository, prepared once under @b->data. */
 static gboolean
 prepare (Bench *b)
 {
-  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-repository-%d", b->data, b->o->items);
+  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-repository-%s-%d", b->data,
+                                            scenario (b->o), b->o->items);
   if (g_file_test (stamp, G_FILE_TEST_EXISTS))
     return TRUE;
   g_autofree char *prep = g_build_filename (b->src, "examples", "ctr", "prepare", NULL);
   g_autofree char *out_opt = g_strdup_printf ("--out=%s", b->data);
   g_autofree char *items = g_strdup_printf ("%d", b->o->items);
-  char *argv[] = {prep, "--requests", "64", "--items", items, "--repository", out_opt, NULL};
+  char *argv[] = {prep, "--requests", "64", "--items", items, "--repository", out_opt,
+                  b->o->new_embeddings ? "--new-embeddings" : NULL, NULL};
   g_autofree char *out = bench_run_capture (argv);
   if (out == NULL)
     return FALSE;
@@ -1140,6 +1180,48 @@ fast_phase (Bench *b, long *rss_first, long *rss_last)
   return TRUE;
 }
 
+/* The server's VmRSS in the phases of the run, kB (-1: no sample). */
+typedef struct {
+  long steady_median;     /* the first steady phase's median */
+  long steady_before_max; /* the peaks of the steady phases before and after the reloads */
+  long steady_after_max;
+  long peak_load;  /* the reload phase under load: from the first reload to the last window's end */
+  long peak_fast;  /* the fast reloads */
+  long first_fast; /* settled after the first fast reload, after the last */
+  long last_fast;
+} RssFigures;
+
+/* The RSS lines. The bound is one dense model more than steady (+ 5 %), steady being the peak of
+ * the steady phases: RSS under open-loop load moves with the requests in flight, so the reload
+ * phase's peak is compared with the steady phases' peak, like with like. The bound on the first
+ * steady phase's median and the one with a cube more are printed for the reader. */
+static void
+print_rss (const Bench *b, const RssFigures *r, gboolean fast_ok)
+{
+  gint64 dense = part_bytes (b->data, "dense.onnx"), cube = part_bytes (b->data, "cube");
+  long steady_peak = MAX (r->steady_before_max, r->steady_after_max);
+  long peak = MAX (r->peak_load, r->peak_fast);
+  double bound = steady_peak + dense / 1024.0 + 0.05 * steady_peak;
+  double bound_median = r->steady_median + dense / 1024.0 + 0.05 * r->steady_median;
+  gboolean have = r->steady_before_max > 0 && r->steady_after_max > 0 && peak > 0;
+  printf ("RESULT rss_steady_kb=%ld rss_steady_before_max_kb=%ld rss_steady_after_max_kb=%ld "
+          "rss_peak_under_load_kb=%ld rss_peak_fast_kb=%ld dense_model_bytes=%" G_GINT64_FORMAT
+          " cube_bytes=%" G_GINT64_FORMAT " rss_bound_kb=%.0f rss_bound_median_kb=%.0f\n",
+          r->steady_median, r->steady_before_max, r->steady_after_max, r->peak_load, r->peak_fast,
+          dense, cube, bound, bound_median);
+  /* a version with other embeddings loads its cube beside the serving one's until the swap
+   * (docs/model-lifecycle.md, "Cubes are shared"): the bound with one cube more says whether that
+   * is all the peak holds */
+  printf ("RESULT reload_peak_rss_over_bound_median=%.3f reload_peak_rss_over_bound_with_cube=%.3f\n",
+          have && r->steady_median > 0 ? peak / bound_median : -1,
+          have ? peak / (bound + cube / 1024.0) : -1);
+  printf ("RESULT reload_peak_rss_over_bound=%.3f\n", have ? peak / bound : -1);
+  printf ("RESULT rss_after_first_fast_reload_kb=%ld rss_after_last_fast_reload_kb=%ld\n",
+          r->first_fast, r->last_fast);
+  printf ("RESULT rss_growth_50_reloads=%.4f\n", fast_ok && r->first_fast > 0
+          ? (double) (r->last_fast - r->first_fast) / r->first_fast : -1);
+}
+
 /* Steps 4 to 6: the load run with its reloads, the fast reloads, the measures. */
 static int
 run (Bench *b, double capacity, double rate, double apart)
@@ -1183,9 +1265,13 @@ run (Bench *b, double capacity, double rate, double apart)
   const Reload *first = &g_array_index (b->reloads, Reload, 0);
   const Reload *last = &g_array_index (b->reloads, Reload, n_loaded_reloads - 1);
   gint64 steady_to = first->t_call - (gint64) (o->before * G_USEC_PER_SEC);
-  long rss_steady = rss_between (&b->rss, a.t0, steady_to, 0.5);
-  long rss_steady_max = rss_between (&b->rss, a.t0, steady_to, 1);
-  long rss_peak_load = rss_between (&b->rss, first->t_call, load_end, 1);
+  gint64 reload_to = last->t_answer + (gint64) (o->after * G_USEC_PER_SEC);
+  RssFigures rss = {
+    .steady_median = rss_between (&b->rss, a.t0, steady_to, 0.5),
+    .steady_before_max = rss_between (&b->rss, a.t0, steady_to, 1),
+    .steady_after_max = rss_between (&b->rss, reload_to, load_end, 1),
+    .peak_load = rss_between (&b->rss, first->t_call, reload_to, 1),
+  };
   guint64 errors = print_load_results (
     b, &a, sedp_loadgen_results_get_counts (l.results), capacity, rate, apart, n_loaded_reloads,
     (double) (reload_from - a.t0) / G_USEC_PER_SEC,
@@ -1204,12 +1290,12 @@ run (Bench *b, double capacity, double rate, double apart)
   gboolean correct = errors == 0 && a.n_mismatch == 0 && a.n_ok > 0;
   g_array_unref (a.records);
 
-  long rss_first = -1, rss_last = -1;
   gint64 fast_from = g_get_monotonic_time ();
   fprintf (stderr, "reload: %d reloads without load, one every %g s at most\n", o->fast_reloads,
            o->fast_interval);
-  ok = fast_phase (b, &rss_first, &rss_last);
-  long rss_peak_fast = rss_between (&b->rss, fast_from, g_get_monotonic_time (), 1);
+  rss.first_fast = rss.last_fast = -1;
+  ok = fast_phase (b, &rss.first_fast, &rss.last_fast);
+  rss.peak_fast = rss_between (&b->rss, fast_from, g_get_monotonic_time (), 1);
 
   g_autofree char *metrics = NULL;
   guint st = http_call ("GET", "/metrics", NULL, &metrics);
@@ -1226,22 +1312,7 @@ run (Bench *b, double capacity, double rate, double apart)
           o->fast_reloads, ok ? "yes" : "no");
   printf ("RESULT swap_us_max=%.0f\n", swap_us_max);
 
-  gint64 dense = part_bytes (b->data, "dense.onnx"), cube = part_bytes (b->data, "cube");
-  double bound_kb = rss_steady + dense / 1024.0 + 0.05 * rss_steady;
-  long rss_peak = MAX (rss_peak_load, rss_peak_fast);
-  /* for the reader: the versions alternate between two cubes, and the loading version's cube is
-   * resident beside the serving one's until the swap (docs/model-lifecycle.md, "Cubes are
-   * shared"); the bound with one cube more says whether that is all the peak holds */
-  printf ("RESULT rss_steady_kb=%ld rss_steady_max_kb=%ld rss_peak_under_load_kb=%ld "
-          "rss_peak_fast_kb=%ld dense_model_bytes=%" G_GINT64_FORMAT " cube_bytes=%" G_GINT64_FORMAT
-          " rss_bound_kb=%.0f reload_peak_rss_over_bound_with_cube=%.3f\n",
-          rss_steady, rss_steady_max, rss_peak_load, rss_peak_fast, dense, cube, bound_kb,
-          rss_steady > 0 ? rss_peak / (bound_kb + cube / 1024.0) : -1);
-  printf ("RESULT reload_peak_rss_over_bound=%.3f\n", rss_steady > 0 ? rss_peak / bound_kb : -1);
-  printf ("RESULT rss_after_first_fast_reload_kb=%ld rss_after_last_fast_reload_kb=%ld\n",
-          rss_first, rss_last);
-  printf ("RESULT rss_growth_50_reloads=%.4f\n",
-          ok && rss_first > 0 ? (double) (rss_last - rss_first) / rss_first : -1);
+  print_rss (b, &rss, ok);
   fflush (stdout);
   return ok && correct && swap_us_max >= 0 ? 0 : 1;
 }
@@ -1278,6 +1349,9 @@ parse_options (int argc, char **argv, Options *o)
      "A swap's window starts this many seconds before the reload is asked for (default 0.5)", "S"},
     {"window-after", 0, 0, G_OPTION_ARG_DOUBLE, &o->after,
      "… and ends this many seconds after its answer (default 1.5)", "S"},
+    {"new-embeddings", 0, 0, G_OPTION_ARG_NONE, &o->new_embeddings,
+     "Version 2 of other embeddings too, its own cube (default: a retrained dense model over "
+     "version 1's cube)", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GOptionContext) ctx =
@@ -1314,7 +1388,8 @@ main (int argc, char **argv)
   g_autofree char *build = NULL;
   bench_paths (&build, &b.src, &b.sedp, &b.data);
   g_free (b.data);
-  b.data = g_build_filename (build, "reload-data", NULL);
+  b.data = g_build_filename (build, o.new_embeddings ? "reload-data-new-embeddings" : "reload-data",
+                            NULL);
   b.repo = g_build_filename (build, "reload-repo", NULL);
   g_autoptr (GError) error = NULL;
   b.tmp = g_dir_make_tmp ("sedp-reload-XXXXXX", &error);
@@ -1325,7 +1400,8 @@ main (int argc, char **argv)
   double apart = 0;
   g_autofree char *pipeline = NULL, *token_file = NULL;
   int rc = 1;
-  if (!prepare (&b) || (b.expected = load_expected (b.data, &apart)) == NULL ||
+  if (!prepare (&b) || !check_scenario (&b) ||
+      (b.expected = load_expected (b.data, &apart)) == NULL ||
       !fresh_repository (b.data, b.repo) || (pipeline = write_pipeline (&b)) == NULL ||
       (token_file = write_token (&b)) == NULL ||
       !server_start (&b.server, b.sedp, pipeline, b.pipeline_name, token_file))
