@@ -2,13 +2,23 @@
  * completes each request with a timeout status when its deadline passes first. */
 #include "runtime-private.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 struct _DeadlineQueue {
   GMutex lock;
   GCond changed;
   GPtrArray *heap; /* SedpRequest* (referenced), ordered by deadline */
   gboolean running;
   GThread *thread;
+  gint tid;        /* the timer thread's kernel id, once it runs */
 };
+
+gint *
+sedp_deadline_queue_tid (DeadlineQueue *q)
+{
+  return &q->tid;
+}
 
 static gboolean
 earlier (SedpRequest *a, SedpRequest *b)
@@ -82,6 +92,7 @@ static gpointer
 timer_thread (gpointer data)
 {
   DeadlineQueue *q = data;
+  g_atomic_int_set (&q->tid, (gint) syscall (SYS_gettid));
   g_mutex_lock (&q->lock);
   while (q->running) {
     if (q->heap->len == 0) {

@@ -1,8 +1,14 @@
 /* sedp — running a pipeline: stage workers, batching, delivery along the DAG, sync mode. */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include "runtime-private.h"
 #include "../util/cpus.h"
 
+#include <errno.h>
+#include <gio/gio.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK (sedp-runtime-error-quark, sedp_runtime_error)
 
@@ -293,7 +299,14 @@ typedef struct {
   SedpPipeline *pipeline;
   Stage *stage;
   guint worker;
+  gint *tid;               /* where the worker writes its kernel thread id */
 } WorkerArgs;
+
+static void
+record_tid (gint *slot)
+{
+  g_atomic_int_set (slot, (gint) syscall (SYS_gettid));
+}
 
 /* `cpus` (the stage's, else the pipeline's): the calling worker runs on those CPUs only. */
 static void
@@ -311,6 +324,7 @@ stage_worker (gpointer data)
 {
   WorkerArgs *a = data;
   Stage *s = a->stage;
+  record_tid (a->tid);
   pin_worker (s->node->spec->n_cpus ? s->node->spec->cpus : a->pipeline->graph->spec->cpus,
               s->node->spec->n_cpus ? s->node->spec->n_cpus : a->pipeline->graph->spec->n_cpus,
               s->ctx.name);
@@ -330,6 +344,7 @@ sync_worker (gpointer data)
 {
   WorkerArgs *a = data;
   SedpPipeline *p = a->pipeline;
+  record_tid (a->tid);
   pin_worker (p->graph->spec->cpus, p->graph->spec->n_cpus, "sync");
   SyncExec x = {g_new (GPtrArray *, p->n_stages), a->worker};
   for (guint i = 0; i < p->n_stages; i++)
@@ -509,9 +524,10 @@ sedp_pipeline_start (SedpPipeline *p, GError **error)
       Stage *s = &p->stages[i];
       s->n_threads = s->node->spec->parallelism;
       s->threads = g_new0 (GThread *, s->n_threads);
+      s->tids = g_new0 (gint, s->n_threads);
       for (guint w = 0; w < s->n_threads; w++) {
         WorkerArgs *a = g_new (WorkerArgs, 1);
-        *a = (WorkerArgs){p, s, w};
+        *a = (WorkerArgs){p, s, w, &s->tids[w]};
         /* a thread name holds 15 bytes: a longer one is refused, and the thread keeps "sedp" */
         g_autofree char *tname = g_strdup_printf ("sedp-%.10s", s->ctx.name);
         s->threads[w] = g_thread_new (tname, stage_worker, a);
@@ -520,15 +536,49 @@ sedp_pipeline_start (SedpPipeline *p, GError **error)
   } else {
     p->entry = sedp_channel_new (p->stages[p->graph->source].node->spec->queue_capacity, spin);
     p->sync_threads = g_new0 (GThread *, p->n_sync_threads);
+    p->sync_tids = g_new0 (gint, p->n_sync_threads);
     for (guint w = 0; w < p->n_sync_threads; w++) {
       WorkerArgs *a = g_new (WorkerArgs, 1);
-      *a = (WorkerArgs){p, NULL, w};
+      *a = (WorkerArgs){p, NULL, w, &p->sync_tids[w]};
       p->sync_threads[w] = g_thread_new ("sedp-sync", sync_worker, a);
     }
   }
   p->started = TRUE;
   g_atomic_int_set (&p->accepting, 1);
   return TRUE;
+}
+
+/* Sets the scheduling policy of worker @tid (waiting for it to have started). */
+static gboolean
+set_policy (const gint *tid, gboolean idle, GError **error)
+{
+  for (guint t = 0; g_atomic_int_get (tid) == 0 && t < 10000; t++)
+    g_usleep (100);
+  struct sched_param param = {0};
+  gint id = g_atomic_int_get (tid);
+  if (id == 0 || sched_setscheduler (id, idle ? SCHED_IDLE : SCHED_OTHER, &param) != 0) {
+    int e = id ? errno : ESRCH;
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e),
+                 "cannot move worker thread %d to %s: %s%s", id, idle ? "SCHED_IDLE" : "SCHED_OTHER",
+                 g_strerror (e),
+                 e == EPERM ? " (leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE of 20)" : "");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sedp_pipeline_set_idle (SedpPipeline *p, gboolean idle, GError **error)
+{
+  g_return_val_if_fail (p != NULL && p->started, FALSE);
+  for (guint i = 0; p->mode == SEDP_MODE_STAGED && i < p->n_stages; i++)
+    for (guint w = 0; w < p->stages[i].n_threads; w++)
+      if (!set_policy (&p->stages[i].tids[w], idle, error))
+        return FALSE;
+  for (guint w = 0; p->mode != SEDP_MODE_STAGED && w < p->n_sync_threads; w++)
+    if (!set_policy (&p->sync_tids[w], idle, error))
+      return FALSE;
+  return set_policy (sedp_deadline_queue_tid (p->deadlines), idle, error);
 }
 
 /* Takes back an accepted request that could not be queued. */
@@ -647,6 +697,7 @@ sedp_pipeline_free (SedpPipeline *p)
     Stage *s = &p->stages[i];
     sedp_channel_free (s->channel);
     g_free (s->threads);
+    g_free (s->tids);
     g_free (s->slot_is_item);
     g_free (s->slot_pos);
     for (guint k = 0; s->drop && s->drop[k]; k++)
@@ -657,6 +708,7 @@ sedp_pipeline_free (SedpPipeline *p)
   }
   sedp_channel_free (p->entry);
   g_free (p->sync_threads);
+  g_free (p->sync_tids);
   g_free (p->stages);
   sedp_metrics_free (p->metrics);
   sedp_latency_window_free (p->recent_latency);

@@ -158,6 +158,19 @@ SEDP_API SedpStatus sedp_pipeline_submit (SedpPipeline *pipeline, SedpRequest *r
  */
 SEDP_API SedpStatus sedp_pipeline_run (SedpPipeline *pipeline, SedpRequest *request);
 
+/**
+ * sedp_pipeline_set_idle:
+ * @idle: %TRUE: SCHED_IDLE (they run only on CPU time nothing else wants); %FALSE: SCHED_OTHER
+ *
+ * Sets the scheduling policy of every thread of the started @pipeline, its workers and its
+ * deadline timer, waiting up to 1 s for each to have started. Threads started by a thread running at SCHED_IDLE inherit it: a
+ * server warms up a new version that way, beside the one serving, then moves it back (hot
+ * reload, docs/model-lifecycle.md). Leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE of
+ * 20; FALSE with a G_IO_ERROR naming the thread and the reason when the system refuses, some
+ * threads possibly moved. Any thread.
+ */
+SEDP_API gboolean sedp_pipeline_set_idle (SedpPipeline *pipeline, gboolean idle, GError **error);
+
 /* Refuses new requests, waits until every accepted one completed, stops the threads. */
 SEDP_API void sedp_pipeline_stop (SedpPipeline *pipeline);
 

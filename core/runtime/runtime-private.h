@@ -85,6 +85,7 @@ struct _Stage {
   SedpStageContext ctx;
   SedpChannel *channel;        /* staged mode */
   GThread **threads;
+  gint *tids;              /* each worker's kernel thread id, set by the worker when it starts */
   guint n_threads;
   gboolean direct;             /* one input of the same scope: no join needed */
   guint n_req_inputs;
@@ -129,6 +130,7 @@ struct _SedpPipeline {
   /* sync mode */
   SedpChannel *entry;
   GThread **sync_threads;
+  gint *sync_tids;         /* as Stage.tids */
   guint n_sync_threads;
   SedpCounter *m_requests;
   SedpCounter *m_overloaded;
@@ -197,5 +199,7 @@ gboolean sedp_request_is_done (SedpRequest *r);
 /* Deadlines (deadline.c). */
 DeadlineQueue *sedp_deadline_queue_new (void);
 void sedp_deadline_queue_free (DeadlineQueue *q);
+/* Where the timer thread writes its kernel thread id (0 until it runs): sedp_pipeline_set_idle(). */
+gint *sedp_deadline_queue_tid (DeadlineQueue *q);
 void sedp_deadline_queue_add (DeadlineQueue *q, SedpRequest *r);
 void sedp_deadline_queue_remove (DeadlineQueue *q, SedpRequest *r);

@@ -26,14 +26,10 @@ describe_versions (const GPtrArray *models)
   return g_string_free (out, FALSE);
 }
 
-/* Starts @pipeline (taken) and makes it an instance. */
+/* Makes the started @pipeline (taken) an instance. */
 static Instance *
-instance_start (SedpServer *server, Served *s, SedpPipeline *pipeline, GError **error)
+instance_wrap (SedpServer *server, Served *s, SedpPipeline *pipeline)
 {
-  if (!sedp_pipeline_start (pipeline, error)) {
-    sedp_pipeline_free (pipeline);
-    return NULL;
-  }
   Instance *inst = g_new0 (Instance, 1);
   inst->refs = 1;
   inst->server = server;
@@ -44,6 +40,17 @@ instance_start (SedpServer *server, Served *s, SedpPipeline *pipeline, GError **
   inst->loaded_at = g_date_time_new_now_utc ();
   inst->latencies = g_array_sized_new (FALSE, FALSE, sizeof (guint32), INSTANCE_LATENCIES);
   return inst;
+}
+
+/* Starts @pipeline (taken) and makes it an instance. */
+static Instance *
+instance_start (SedpServer *server, Served *s, SedpPipeline *pipeline, GError **error)
+{
+  if (!sedp_pipeline_start (pipeline, error)) {
+    sedp_pipeline_free (pipeline);
+    return NULL;
+  }
+  return instance_wrap (server, s, pipeline);
 }
 
 Instance *
@@ -246,7 +253,8 @@ versions_with (const Instance *old, const char *model, gint64 version)
 typedef struct {
   Job *job;
   gint64 version;
-  SedpPipeline *pipeline;
+  gboolean background;      /* start the workers here, at SCHED_IDLE, for the warm-up */
+  SedpPipeline *pipeline;   /* started when @background */
   GError *error;
 } Prepare;
 
@@ -280,25 +288,56 @@ prepare_thread (gpointer data)
   if (sched_setscheduler (0, SCHED_IDLE, &param) != 0)
     g_debug ("reload: SCHED_IDLE refused (%s): loading at normal priority", g_strerror (errno));
   p->pipeline = prepare_pipeline (p->job, p->version, &p->error);
+  if (p->pipeline && p->background && !sedp_pipeline_start (p->pipeline, &p->error))
+    g_clear_pointer (&p->pipeline, sedp_pipeline_free);
   return NULL;
 }
 
-/* The new version's instance, checked, started and warmed up. */
+static gpointer
+probe_thread (gpointer data)
+{
+  struct sched_param param = {0};
+  gboolean ok = sched_setscheduler (0, SCHED_IDLE, &param) == 0 &&
+                sched_setscheduler (0, SCHED_OTHER, &param) == 0;
+  return GINT_TO_POINTER (ok);
+}
+
+/* Whether a thread may leave SCHED_IDLE here (CAP_SYS_NICE, or an RLIMIT_NICE of 20): then a
+ * new version is warmed up at idle priority and moved back to normal before its swap. */
+static gboolean
+can_leave_idle (void)
+{
+  static gsize once = 0;
+  static gboolean ok;
+  if (g_once_init_enter (&once)) {
+    ok = GPOINTER_TO_INT (g_thread_join (g_thread_new ("sedp-probe", probe_thread, NULL)));
+    if (!ok)
+      g_message ("reload: a thread cannot leave SCHED_IDLE here (no CAP_SYS_NICE, RLIMIT_NICE "
+                 "below 20): new versions are warmed up at normal priority");
+    g_once_init_leave (&once, 1);
+  }
+  return ok;
+}
+
+/* The new version's instance, checked, started and warmed up — at idle priority where the
+ * system lets its workers come back to normal priority for the swap. */
 static Instance *
 load_version (Job *j, gint64 version, GError **error)
 {
-  Prepare p = {j, version, NULL, NULL};
+  Prepare p = {j, version, can_leave_idle (), NULL, NULL};
   g_thread_join (g_thread_new ("sedp-reload-prep", prepare_thread, &p));
   if (p.pipeline == NULL) {
     g_propagate_error (error, p.error);
     return NULL;
   }
-  Instance *inst = instance_start (j->server, j->served, p.pipeline, error);
+  Instance *inst = p.background ? instance_wrap (j->server, j->served, p.pipeline)
+                                : instance_start (j->server, j->served, p.pipeline, error);
   if (inst == NULL)
     return NULL;
   j->load_s = (double) (g_get_monotonic_time () - j->t0) / 1e6;
   gint64 t0 = g_get_monotonic_time ();
-  if (!warm_instance (j->served, inst->pipeline, error)) {
+  if (!warm_instance (j->served, inst->pipeline, error) ||
+      (p.background && !sedp_pipeline_set_idle (inst->pipeline, FALSE, error))) {
     instance_destroy (inst);
     return NULL;
   }

@@ -194,6 +194,31 @@ install (const char *repo, gint64 v)
   CU_ASSERT_EQUAL_FATAL (g_rename (tmp, to), 0);
 }
 
+/* The server's threads running at SCHED_IDLE (policy 5 in /proc/PID/task/TID/sched): a new
+ * version is warmed up at idle priority, and must serve at normal priority once swapped in. */
+static guint
+idle_threads (Server *s)
+{
+  g_autofree char *dir = g_strdup_printf ("/proc/%s/task", g_subprocess_get_identifier (s->proc));
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+  const char *tid;
+  while (d && (tid = g_dir_read_name (d))) {
+    g_autofree char *path = g_strdup_printf ("%s/%s/sched", dir, tid);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+      continue;
+    const char *p = strstr (text, "\npolicy");
+    const char *colon = p ? strchr (p, ':') : NULL;
+    if (colon && atoi (colon + 1) == 5) {
+      fprintf (stderr, "\n  thread at SCHED_IDLE after the swaps: %.*s\n",
+               (int) strcspn (text, "\n"), text);
+      n++;
+    }
+  }
+  return n;
+}
+
 /* ---- swaps under load ---- */
 
 typedef struct {
@@ -300,6 +325,7 @@ test_swaps_under_load (void)
   }
   admin_expect (s.port, "/v1/admin/models/ctr:reload", 200, "\"unchanged\"");
   g_usleep (200000);
+  CU_ASSERT_EQUAL (idle_threads (&s), 0);
   g_atomic_int_set (&l.stop, 1);
   for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
     g_thread_join (threads[i]);
