@@ -82,6 +82,7 @@ typedef struct {
   double before, after;
   gint fast_reloads, items;
   gboolean new_embeddings; /* version 2 of other embeddings, its own cube */
+  char *rss_trace;         /* a file for the VmRSS samples and the reloads' times, or NULL */
 } Options;
 
 /* ---- the expected scores: per request, each item's score under weights 1 and 2 ---- */
@@ -1223,6 +1224,30 @@ print_rss (const Bench *b, const RssFigures *r, gboolean fast_ok)
           ? (double) (r->last_fast - r->first_fast) / r->first_fast : -1);
 }
 
+/* --rss-trace: every VmRSS sample, "SECONDS\tKB" from the load run's start @t0, and per reload
+ * "# reload VERSION CALL ANSWER" (seconds), for a reader who wants to see where the peaks are. */
+static void
+write_rss_trace (Bench *b, gint64 t0)
+{
+  FILE *f = fopen (b->o->rss_trace, "w");
+  if (f == NULL) {
+    fprintf (stderr, "reload: %s: %s\n", b->o->rss_trace, g_strerror (errno));
+    return;
+  }
+  for (guint i = 0; i < b->reloads->len; i++) {
+    const Reload *r = &g_array_index (b->reloads, Reload, i);
+    fprintf (f, "# reload %" G_GINT64_FORMAT " %.3f %.3f\n", r->version,
+             (double) (r->t_call - t0) / G_USEC_PER_SEC, (double) (r->t_answer - t0) / G_USEC_PER_SEC);
+  }
+  g_mutex_lock (&b->rss.lock);
+  for (guint i = 0; i < b->rss.samples->len; i++) {
+    const RssSample *s = &g_array_index (b->rss.samples, RssSample, i);
+    fprintf (f, "%.3f\t%ld\n", (double) (s->t - t0) / G_USEC_PER_SEC, s->kb);
+  }
+  g_mutex_unlock (&b->rss.lock);
+  fclose (f);
+}
+
 /* Steps 4 to 6: the load run with its reloads, the fast reloads, the measures. */
 static int
 run (Bench *b, double capacity, double rate, double apart)
@@ -1314,6 +1339,8 @@ run (Bench *b, double capacity, double rate, double apart)
   printf ("RESULT swap_us_max=%.0f\n", swap_us_max);
 
   print_rss (b, &rss, ok);
+  if (o->rss_trace)
+    write_rss_trace (b, a.t0);
   fflush (stdout);
   return ok && correct && swap_us_max >= 0 ? 0 : 1;
 }
@@ -1350,6 +1377,9 @@ parse_options (int argc, char **argv, Options *o)
      "A swap's window starts this many seconds before the reload is asked for (default 0.5)", "S"},
     {"window-after", 0, 0, G_OPTION_ARG_DOUBLE, &o->after,
      "… and ends this many seconds after its answer (default 1.5)", "S"},
+    {"rss-trace", 0, 0, G_OPTION_ARG_FILENAME, &o->rss_trace,
+     "Write the server's VmRSS samples (s from the load run's start, kB) and the reloads' times "
+     "to FILE", "FILE"},
     {"new-embeddings", 0, 0, G_OPTION_ARG_NONE, &o->new_embeddings,
      "Version 2 of other embeddings too, its own cube (default: a retrained dense model over "
      "version 1's cube)", NULL},
@@ -1428,5 +1458,6 @@ out:
   g_free (b.data);
   g_free (b.repo);
   g_free (b.tmp);
+  g_free (o.rss_trace);
   return rc;
 }
