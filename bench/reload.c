@@ -41,7 +41,8 @@
  * due in the windows over the steady p99), swap_us_max (the server's sedp_model_swap_us_max),
  * reload_peak_rss_over_bound (peak VmRSS of the reload phases — from the first reload to the last
  * one's window end under load, and the fast reloads — over the peak VmRSS of the two steady
- * phases + the largest dense.onnx + 5 % of that steady peak; _median: the same over the first
+ * phases, each from --rss-settle seconds after its start, + the largest dense.onnx + 5 % of that
+ * steady peak; _median: the same over the first
  * steady phase's median, _with_cube: one cube more in the bound),
  * rss_growth_50_reloads ((VmRSS after the last fast reload − after the first) / after the first),
  * with the supporting lines before them.
@@ -49,7 +50,7 @@
  * Options: --duration S (120), --interval S (5), --load F (0.7), --rate R (requests/s; skips the
  * capacity search), --steady S (40), --fast-reloads N (50), --fast-interval S (0.5), --items N
  * (300), --capacity-seconds S (5), --capacity-slo-ms MS (100), --window-before S (0.5),
- * --window-after S (1.5), --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke
+ * --window-after S (1.5), --rss-settle S (5), --rss-trace FILE, --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke
  * run). */
 #define _GNU_SOURCE /* memmem */
 #include "bench-process.h"
@@ -79,7 +80,7 @@
 
 typedef struct {
   double duration, interval, load, rate, steady, fast_interval, cap_seconds, cap_slo_ms;
-  double before, after;
+  double before, after, rss_settle;
   gint fast_reloads, items;
   gboolean new_embeddings; /* version 2 of other embeddings, its own cube */
   char *rss_trace;         /* a file for the VmRSS samples and the reloads' times, or NULL */
@@ -1292,10 +1293,13 @@ run (Bench *b, double capacity, double rate, double apart)
   const Reload *last = &g_array_index (b->reloads, Reload, n_loaded_reloads - 1);
   gint64 steady_to = first->t_call - (gint64) (o->before * G_USEC_PER_SEC);
   gint64 reload_to = last->t_answer + (gint64) (o->after * G_USEC_PER_SEC);
+  /* a steady phase's RSS from --rss-settle on: the first phase starts with what the capacity
+   * search's probes left, the second with what the last reload left */
+  gint64 settle = (gint64) (o->rss_settle * G_USEC_PER_SEC);
   RssFigures rss = {
-    .steady_median = rss_between (&b->rss, a.t0, steady_to, 0.5),
-    .steady_before_max = rss_between (&b->rss, a.t0, steady_to, 1),
-    .steady_after_max = rss_between (&b->rss, reload_to, load_end, 1),
+    .steady_median = rss_between (&b->rss, a.t0 + settle, steady_to, 0.5),
+    .steady_before_max = rss_between (&b->rss, a.t0 + settle, steady_to, 1),
+    .steady_after_max = rss_between (&b->rss, reload_to + settle, load_end, 1),
     .peak_load = rss_between (&b->rss, first->t_call, reload_to, 1),
   };
   guint64 errors = print_load_results (
@@ -1351,7 +1355,7 @@ parse_options (int argc, char **argv, Options *o)
   *o = (Options) {
     .duration = 120, .interval = 5, .load = 0.7, .steady = 40, .fast_reloads = 50,
     .fast_interval = 0.5, .items = 300, .cap_seconds = 5, .cap_slo_ms = 100, .before = 0.5,
-    .after = 1.5,
+    .after = 1.5, .rss_settle = 5,
   };
   const GOptionEntry entries[] = {
     {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &o->duration,
@@ -1377,6 +1381,8 @@ parse_options (int argc, char **argv, Options *o)
      "A swap's window starts this many seconds before the reload is asked for (default 0.5)", "S"},
     {"window-after", 0, 0, G_OPTION_ARG_DOUBLE, &o->after,
      "… and ends this many seconds after its answer (default 1.5)", "S"},
+    {"rss-settle", 0, 0, G_OPTION_ARG_DOUBLE, &o->rss_settle,
+     "The steady phases' VmRSS counts from this many seconds after each starts (default 5)", "S"},
     {"rss-trace", 0, 0, G_OPTION_ARG_FILENAME, &o->rss_trace,
      "Write the server's VmRSS samples (s from the load run's start, kB) and the reloads' times "
      "to FILE", "FILE"},
@@ -1394,14 +1400,17 @@ parse_options (int argc, char **argv, Options *o)
     return FALSE;
   }
   if (g_getenv ("SEDP_BENCH_QUICK"))
-    o->duration = 10, o->interval = 2, o->steady = 6, o->fast_reloads = 4, o->cap_seconds = 1;
+    o->duration = 10, o->interval = 2, o->steady = 6, o->fast_reloads = 4, o->cap_seconds = 1,
+    o->rss_settle = 1;
   if (o->duration < o->interval || o->interval <= 0 || o->load <= 0 || o->load > 10 ||
       o->rate < 0 || o->steady < 2 || o->fast_reloads < 2 || o->fast_interval < 0 ||
       o->items < 1 || o->cap_seconds <= 0 || o->cap_slo_ms <= 0 || o->before < 0 || o->after < 0 ||
-      o->steady / 2 < o->before + 1 ||
+      o->steady / 2 < o->before + 1 || o->rss_settle < 0 ||
+      o->rss_settle >= o->steady / 2 - o->before ||
       o->duration / o->interval + o->fast_reloads + 3 > MAX_VERSIONS) {
     fprintf (stderr, "reload: bad option value (--duration at least --interval, --steady at least "
-             "2 × (--window-before + 1), --fast-reloads at least 2)\n");
+             "2 × (--window-before + 1) and more than 2 × (--window-before + --rss-settle), "
+             "--fast-reloads at least 2)\n");
     return FALSE;
   }
   return TRUE;
