@@ -574,6 +574,19 @@ fail:
   return NULL;
 }
 
+gboolean
+sedp_cube_read_hash_key (const char *dir, guint8 *hash_key, GError **error)
+{
+  g_return_val_if_fail (dir != NULL && hash_key != NULL, FALSE);
+  SedpCube *c = g_new0 (SedpCube, 1);
+  c->dir = g_strdup (dir);
+  gboolean ok = meta_load (c, error);
+  if (ok)
+    memcpy (hash_key, c->meta.hash_key, SEDP_CUBE_HASH_KEY_BYTES);
+  cube_free (c);
+  return ok;
+}
+
 /* ---- sharing ----
  *
  * A cube opened in memory twice — by two stages, or by two versions of a served model whose

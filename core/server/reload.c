@@ -7,6 +7,9 @@
 #include "../dsl/spec.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +111,12 @@ retire_thread (gpointer data)
   Retired *r = g_new (Retired, 1);
   *r = (Retired) {inst->server, inst->served};
   instance_destroy (inst);
+#ifdef __GLIBC__
+  /* A whole version was freed: its pages go back to the system now, not at the next periodic
+   * release (sedp serve --heap-release-interval), so that memory does not ratchet up with
+   * reloads. */
+  malloc_trim (0);
+#endif
   g_main_context_invoke (r->server->context, retired, r);
   return NULL;
 }

@@ -52,6 +52,19 @@ SEDP_API guint64 sedp_signature (const guint8 *hash_key, guint32 slot, guint64 i
 SEDP_API gboolean sedp_cube_hash_key_parse (const char *hex, guint8 *hash_key);
 
 /**
+ * sedp_cube_read_hash_key:
+ * @dir: a local cube's folder
+ * @hash_key: (out caller-allocates): SEDP_CUBE_HASH_KEY_BYTES bytes
+ *
+ * Reads the cube's hash key from its metadata alone — neither its index nor its values are
+ * loaded — for a stage that hashes features for the cube without looking anything up in it.
+ * The metadata is checked as an open checks it. Any thread.
+ *
+ * Returns: %FALSE with a SEDP_CUBE_ERROR (IO, CORRUPT) naming the file when it cannot be read.
+ */
+SEDP_API gboolean sedp_cube_read_hash_key (const char *dir, guint8 *hash_key, GError **error);
+
+/**
  * SedpCubeSource:
  * Where embeddings come from: a uniform, thread-safe, batched lookup of 64-bit keys into rows of
  * `dim` float32 values. Opaque to plugins.
