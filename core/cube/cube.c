@@ -2,6 +2,7 @@
  * lookups (memory or disk placement) and verification. The layout is in cube-format.h. */
 #define _GNU_SOURCE
 #include "cube-format.h"
+#include "../util/hex.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -612,8 +613,7 @@ share_key (const char *dir)
   guint8 sum[32];
   crypto_generichash (sum, sizeof sum, (const guint8 *) text, len, NULL, 0);
   char *hex = g_malloc (2 * sizeof sum + 1);
-  for (guint i = 0; i < sizeof sum; i++)
-    g_snprintf (hex + 2 * i, 3, "%02x", sum[i]);
+  sedp_hex_encode (sum, sizeof sum, hex);
   return hex;
 }
 

@@ -311,22 +311,6 @@ start (const char *text)
   return p;
 }
 
-typedef struct {
-  GMutex lock;
-  GCond cond;
-  gboolean done;
-} Waiter;
-
-static void
-waiter_done (SedpRequest *r, gpointer data)
-{
-  Waiter *w = data;
-  g_mutex_lock (&w->lock);
-  w->done = TRUE;
-  g_cond_signal (&w->cond);
-  g_mutex_unlock (&w->lock);
-}
-
 /* Runs one request of user @user with items @first .. @first + @n - 1 and waits for it. */
 static SedpRequest *
 run (SedpPipeline *p, const char *id, gint64 user, gint64 first, guint n)
@@ -339,16 +323,7 @@ run (SedpPipeline *p, const char *id, gint64 user, gint64 first, guint n)
   for (guint i = 0; i < n; i++)
     ids[i] = first + i;
   sedp_request_set_frames (r, uf, items);
-  Waiter w = {.done = FALSE};
-  g_mutex_init (&w.lock);
-  g_cond_init (&w.cond);
-  CU_ASSERT_EQUAL_FATAL (sedp_pipeline_submit (p, r, waiter_done, &w), SEDP_STATUS_OK);
-  g_mutex_lock (&w.lock);
-  while (!w.done)
-    g_cond_wait (&w.cond, &w.lock);
-  g_mutex_unlock (&w.lock);
-  g_mutex_clear (&w.lock);
-  g_cond_clear (&w.cond);
+  CU_ASSERT_EQUAL_FATAL (sedp_pipeline_run (p, r), SEDP_STATUS_OK);
   return r;
 }
 
