@@ -75,12 +75,6 @@ find_model (SedpServer *server, const char *name, const char *pipeline)
   return NULL;
 }
 
-static gint64
-serving_version (const Served *s)
-{
-  return sedp_graph_models_find (s->current->models, s->reloader->model)->version;
-}
-
 /* ---- reload and rollback ---- */
 
 typedef struct {
@@ -177,7 +171,7 @@ admin_reload (SedpServer *server, SoupServerMessage *msg, Served *s, gboolean ro
   AdminCall *c = g_new0 (AdminCall, 1);
   c->msg = g_object_ref (msg);
   c->served = s;
-  c->previous = serving_version (s);
+  c->previous = reloader_serving (s->reloader)->version;
   g_autoptr (GError) error = NULL;
   soup_server_message_pause (msg);
   if (!reload_start (server, s, want, rollback, "admin", admin_done, c, &error)) {
@@ -260,7 +254,7 @@ static void
 add_model (JsonBuilder *b, const Served *s)
 {
   const Reloader *r = s->reloader;
-  const SedpGraphModel *m = sedp_graph_models_find (s->current->models, r->model);
+  const SedpGraphModel *m = reloader_serving (r);
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "model");
   json_builder_add_string_value (b, r->model);
@@ -368,7 +362,7 @@ static void
 sample_version (GString *out, const char *f, const char *labels, const Reloader *r)
 {
   g_string_append_printf (out, "%s{%s} %" G_GINT64_FORMAT "\n", f, labels,
-                          serving_version (r->served));
+                          reloader_serving (r)->version);
 }
 
 static void

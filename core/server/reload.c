@@ -447,7 +447,7 @@ job_finish (gpointer data)
   Reloader *r = j->r;
   j->server->n_loading--;
   r->loading = FALSE;
-  if (j->result != SEDP_RELOAD_FAILED && j->fresh) {
+  if (j->fresh) {
     double old_p99 = instance_p99_us (j->old);
     gint64 us = swap (j->served, g_steal_pointer (&j->fresh));
     r->swap_us_last = us;
@@ -550,7 +550,7 @@ probation_tick (gpointer data)
   Served *s = r->served;
   g_autofree char *why = guard_broken (r, s->current);
   if (why && r->previous > 0 && !r->loading) {
-    const SedpGraphModel *m = sedp_graph_models_find (s->current->models, r->model);
+    const SedpGraphModel *m = reloader_serving (r);
     g_warning ("model '%s' (pipeline '%s'): version %" G_GINT64_FORMAT " on probation: %s; "
                "rolling back to version %" G_GINT64_FORMAT, r->model, s->name, m->version, why,
                r->previous);
@@ -578,6 +578,12 @@ probation_start (Reloader *r, double previous_p99_us)
   r->probation_source = add_timeout (r, RELOAD_PROBATION_TICK_MS, probation_tick);
 }
 
+const SedpGraphModel *
+reloader_serving (const Reloader *r)
+{
+  return sedp_graph_models_find (r->served->current->models, r->model);
+}
+
 /* ---- the watcher ---- */
 
 static gboolean
@@ -599,7 +605,7 @@ scan (Reloader *r)
   g_autofree char *dir = NULL;
   g_autoptr (GError) error = NULL;
   gint64 v = sedp_bundle_repository_resolve (r->repository, r->model, r->pinned, &dir, &error);
-  const SedpGraphModel *m = sedp_graph_models_find (s->current->models, r->model);
+  const SedpGraphModel *m = reloader_serving (r);
   if (v <= m->version || is_rejected (r, v))
     return;
   reload_start (s->current->server, s, 0, FALSE, "watch", NULL, NULL, NULL);

@@ -57,6 +57,9 @@ gboolean reload_start (SedpServer *server, Served *s, gint64 want, gboolean roll
 /* The p99 of @inst's last latencies, µs (0 without any). */
 double instance_p99_us (const Instance *inst);
 
+/* The bound model @r reloads in the version serving now. */
+const SedpGraphModel *reloader_serving (const Reloader *r);
+
 /* No scan nor probation tick after this. */
 void reloader_stop (Reloader *r);
 

@@ -182,6 +182,16 @@ token_file (const char *dir)
   return path;
 }
 
+/* An empty repository DIR/models with the model folder ctr/; returns DIR/models. */
+static char *
+make_repo (const char *dir)
+{
+  char *repo = g_build_filename (dir, "models", NULL);
+  g_autofree char *ctr = g_build_filename (repo, "ctr", NULL);
+  g_mkdir_with_parents (ctr, 0755);
+  return repo;
+}
+
 /* Copies version @v of the fixture into @repo as a version folder renamed into place. */
 static void
 install (const char *repo, gint64 v)
@@ -287,9 +297,7 @@ test_swaps_under_load (void)
   fixture ();
   server_wrapper = g_getenv ("SEDP_VALGRIND") ? valgrind_argv : NULL;
   g_autofree char *dir = sedp_test_make_tmp_dir ("sedp-reload-live-XXXXXX");
-  g_autofree char *live_repo = g_build_filename (dir, "models", NULL);
-  g_autofree char *ctr = g_build_filename (live_repo, "ctr", NULL);
-  g_mkdir_with_parents (ctr, 0755);
+  g_autofree char *live_repo = make_repo (dir);
   install (live_repo, 1);
   g_autofree char *models = g_build_filename (root, "models", NULL);
   g_autofree char *live = pipeline ("live", live_repo, "latest", "poll_interval_s = 1");
@@ -445,9 +453,7 @@ test_refusals (void)
 {
   fixture ();
   g_autofree char *dir = sedp_test_make_tmp_dir ("sedp-reload-bad-XXXXXX");
-  g_autofree char *repo = g_build_filename (dir, "models", NULL);
-  g_autofree char *ctr = g_build_filename (repo, "ctr", NULL);
-  g_mkdir_with_parents (ctr, 0755);
+  g_autofree char *repo = make_repo (dir);
   install (repo, 1);
   /* Pinned: the watcher never loads the versions made below (a bundle is complete before it is
    * damaged); the admin calls name them. */
@@ -507,9 +513,8 @@ test_signed (void)
 {
   fixture ();
   g_autofree char *dir = sedp_test_make_tmp_dir ("sedp-reload-key-XXXXXX");
-  g_autofree char *repo = g_build_filename (dir, "models", NULL);
+  g_autofree char *repo = make_repo (dir);
   g_autofree char *ctr = g_build_filename (repo, "ctr", NULL);
-  g_mkdir_with_parents (ctr, 0755);
   g_autofree char *key = g_build_filename (dir, "k", NULL);
   g_autofree char *other = g_build_filename (dir, "other", NULL);
   sedp_ok ("model", "keygen", "--out", key, NULL);
@@ -549,9 +554,7 @@ test_probation_rollback (void)
 {
   fixture ();
   g_autofree char *dir = sedp_test_make_tmp_dir ("sedp-reload-guard-XXXXXX");
-  g_autofree char *repo = g_build_filename (dir, "models", NULL);
-  g_autofree char *ctr = g_build_filename (repo, "ctr", NULL);
-  g_mkdir_with_parents (ctr, 0755);
+  g_autofree char *repo = make_repo (dir);
   install (repo, 1);
   /* A guard no version can pass: p99 at most a thousandth of the previous version's. */
   g_autofree char *live = pipeline ("live", repo, "latest",
