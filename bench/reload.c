@@ -52,9 +52,10 @@
  * (300), --capacity-seconds S (5), --capacity-slo-ms MS (100), --window-before S (0.5),
  * --window-after S (1.5), --rss-settle S (5), --rss-trace FILE, --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke
  * run). */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE
 #include "bench-process.h"
 #include "load/capacity.h"
+#include "load/http-answer.h"
 #include "sedp.pb-c.h"
 
 #include <arpa/inet.h>
@@ -309,27 +310,22 @@ on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointe
 
 static struct sockaddr_in server_addr;
 
-/* Removes chunked transfer coding from @b (in place); FALSE when malformed. */
-static gboolean
-dechunk (GByteArray *b)
+/* Reads the answer on @fd into @a (the project's parser: chunked coding, interim answers). */
+static HttpAnswerParse
+read_answer (int fd, HttpAnswer *a)
 {
-  gsize in = 0, out = 0;
   for (;;) {
-    guint8 *eol = memmem (b->data + in, b->len - in, "\r\n", 2);
-    if (eol == NULL)
-      return FALSE;
-    gsize size = strtoul ((const char *) b->data + in, NULL, 16);
-    in = (gsize) (eol - b->data) + 2;
-    if (size == 0)
-      break;
-    if (in + size > b->len)
-      return FALSE;
-    memmove (b->data + out, b->data + in, size);
-    out += size;
-    in += size + 2;
+    gsize room;
+    guint8 *at = http_answer_room (a, &room);
+    ssize_t r = recv (fd, at, room, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return HTTP_ANSWER_BAD;
+    HttpAnswerParse st = r == 0 ? http_answer_end (a) : http_answer_add (a, (gsize) r);
+    if (st != HTTP_ANSWER_MORE)
+      return st;
   }
-  g_byte_array_set_size (b, (guint) out);
-  return TRUE;
 }
 
 /* @method @path to the server (with "Authorization: Bearer @token" when given, no body); returns
@@ -348,37 +344,23 @@ http_call (const char *method, const char *path, const char *token, char **body)
     close (fd);
     return 0;
   }
-  g_autoptr (GString) h = g_string_new (NULL);
-  g_string_append_printf (h, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", method, path,
-                          ntohs (server_addr.sin_port));
-  if (token)
-    g_string_append_printf (h, "Authorization: Bearer %s\r\n", token);
-  if (strcmp (method, "POST") == 0)
-    g_string_append (h, "Content-Length: 0\r\n");
-  g_string_append (h, "Connection: close\r\n\r\n");
-  g_autoptr (GByteArray) resp = g_byte_array_new ();
-  if (bench_send_all (fd, (const guint8 *) h->str, h->len)) {
-    guint8 buf[65536];
-    for (;;) {
-      ssize_t r = recv (fd, buf, sizeof buf, 0);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0)
-        break;
-      g_byte_array_append (resp, buf, (guint) r);
-    }
+  g_autofree char *head = bench_http_head (method, path, NULL, 0, FALSE, ntohs (server_addr.sin_port));
+  g_autoptr (GString) h = g_string_new (head);
+  g_autofree char *auth = token ? g_strdup_printf ("Authorization: Bearer %s\r\n", token) : NULL;
+  if (auth) /* before the blank line that ends the head */
+    g_string_insert (h, (gssize) h->len - 2, auth);
+  HttpAnswer a;
+  http_answer_init (&a, "sedp serve");
+  guint status = 0;
+  if (bench_send_all (fd, (const guint8 *) h->str, h->len) && read_answer (fd, &a) == HTTP_ANSWER_DONE) {
+    g_autoptr (GBytes) b = http_answer_body (&a);
+    gsize n;
+    const char *data = g_bytes_get_data (b, &n);
+    *body = g_strndup (data ? data : "", n);
+    status = a.code;
   }
+  http_answer_clear (&a);
   close (fd);
-  guint8 *end = resp->len >= 12 ? memmem (resp->data, resp->len, "\r\n\r\n", 4) : NULL;
-  if (end == NULL || memcmp (resp->data, "HTTP/1.", 7) != 0)
-    return 0;
-  guint status = (guint) strtoul ((const char *) resp->data + 9, NULL, 10);
-  gsize hlen = (gsize) (end - resp->data) + 4;
-  g_autofree char *headers = g_ascii_strdown ((const char *) resp->data, (gssize) hlen);
-  g_byte_array_remove_range (resp, 0, (guint) hlen);
-  if (strstr (headers, "\ntransfer-encoding: chunked") && !dechunk (resp))
-    return 0;
-  *body = g_strndup ((const char *) resp->data, resp->len);
   return status;
 }
 
