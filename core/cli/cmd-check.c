@@ -14,8 +14,9 @@ sedp_cmd_check (int argc, char **argv)
   if (!sedp_cli_parse ("check", "PIPELINE",
                        "Parses PIPELINE, resolves its plugins, validates every option against the "
                        "plugins' schemas and checks the graph (unknown stages, cycles, "
-                       "unreachable stages, no sink). Exits non-zero with one message naming the "
-                       "file, group and key on the first error.",
+                       "unreachable stages, no sink), and reads the warm-up requests of a "
+                       "[pipeline] warmup key. Exits non-zero with one message naming the file, "
+                       "group and key on the first error.",
                        entries, &argc, &argv))
     return 2;
   if (argc != 2) {
@@ -26,7 +27,10 @@ sedp_cmd_check (int argc, char **argv)
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
   g_autoptr (GError) error = NULL;
   g_autoptr (SedpGraph) graph = sedp_graph_load (argv[1], registry, &error);
-  if (graph == NULL) {
+  g_autoptr (GPtrArray) warmup = NULL;
+  if (graph && graph->spec->warmup)
+    warmup = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+  if (graph == NULL || error) {
     sedp_cli_error ("check", error->message);
     return 1;
   }

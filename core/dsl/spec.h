@@ -121,7 +121,8 @@ SEDP_API SedpPipelineSpec *sedp_pipeline_spec_parse (const char *text, gsize len
 SEDP_API void sedp_pipeline_spec_free (SedpPipelineSpec *spec);
 
 /* Reads the warm-up file of @spec (JSON Lines of PredictRequest; blank and '#' lines skipped)
- * and decodes every record with the protocol's decoder, to check it. Returns its records
+ * and decodes every record with the protocol's decoder, to check it. Parsing a pipeline only
+ * records the file's path: sedp check and sedp serve call this. Returns its records
  * (SedpWarmupRecord*, in file order; at least one), or NULL with @error naming the pipeline
  * file's line and, for a bad record, the warm-up file's line. @spec must have a warmup. */
 SEDP_API GPtrArray *sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error);

@@ -218,6 +218,7 @@ test_check_bad_pipelines (void)
   check_fails ("syntax.pipeline", "syntax error");
   check_fails ("non-utf8.pipeline", "UTF-8");
   check_fails ("no-such-file.pipeline", "cannot read");
+  check_fails ("bad-warmup.pipeline", "bad-warmup.jsonl:2: invalid request: colour");
 }
 
 static void
