@@ -56,6 +56,8 @@ static const SedpDslKey model_keys[] = {
    .dmin = 0.0, .dmax = 1.0, .ddefault = 1.0},
   {SEDP_DSL_GROUP_MODEL, "max_p99_over_previous", SEDP_DSL_KEY_DOUBLE,
    .offset = M (max_p99_over_previous), .dmin = 0.0, .dmax = 1000.0, .ddefault = 0.0},
+  {SEDP_DSL_GROUP_MODEL, "warmup_pause", SEDP_DSL_KEY_DOUBLE, .offset = M (warmup_pause),
+   .dmin = 0.0, .dmax = 100.0, .ddefault = 1.0},
 };
 
 const SedpDslKey *

@@ -128,7 +128,8 @@ dsl_parse_model_group (Ctx *c, const char *name, const char *dir, GError **error
       !dsl_get_uint (c, SEDP_DSL_GROUP_MODEL, "poll_interval_s", m, error) ||
       !dsl_get_uint (c, SEDP_DSL_GROUP_MODEL, "probation_s", m, error) ||
       !get_double (c, "max_error_rate", m, error) ||
-      !get_double (c, "max_p99_over_previous", m, error))
+      !get_double (c, "max_p99_over_previous", m, error) ||
+      !get_double (c, "warmup_pause", m, error))
     return NULL;
   if (m->repository == NULL) {
     g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_MISSING_KEY,

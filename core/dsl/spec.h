@@ -74,6 +74,7 @@ typedef struct {
   guint probation_s;       /* how long after a swap the guards are watched (0: none) */
   double max_error_rate;   /* failed items / items during probation above this: rollback (1: off) */
   double max_p99_over_previous; /* p99 over the previous version's above this: rollback (0: off) */
+  double warmup_pause;     /* a reload's warm-up waits this many times each request's time */
   guint line;              /* line of the group header */
   GHashTable *key_lines;   /* the keys the file sets -> their lines */
 } SedpModelSpec;

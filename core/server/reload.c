@@ -207,16 +207,20 @@ warm_one (Served *s, SedpPipeline *pipeline, const SedpWarmupRecord *rec, guint 
 }
 
 /* Sends @s's warm-up requests through @pipeline, one at a time; each must end OK, PARTIAL or
- * TIMEOUT. */
+ * TIMEOUT. After each, waits @pause times as long as it took: even at SCHED_IDLE, a core kept
+ * busy delays the wake-ups of the serving threads (docs/model-lifecycle.md, "Warm-up pause"). */
 static gboolean
-warm_instance (Served *s, SedpPipeline *pipeline, GError **error)
+warm_instance (Served *s, SedpPipeline *pipeline, double pause, GError **error)
 {
   for (guint n = 0; s->warmup && n < s->warmup_total; n++) {
     GError *local = NULL;
+    gint64 t0 = g_get_monotonic_time ();
     if (!warm_one (s, pipeline, s->warmup->pdata[n % s->warmup->len], n + 1, &local)) {
       g_propagate_error (error, local);
       return FALSE;
     }
+    if (pause > 0)
+      g_usleep ((gulong) ((double) (g_get_monotonic_time () - t0) * pause));
   }
   return TRUE;
 }
@@ -345,7 +349,7 @@ load_version (Job *j, gint64 version, GError **error)
     return NULL;
   j->load_s = (double) (g_get_monotonic_time () - j->t0) / 1e6;
   gint64 t0 = g_get_monotonic_time ();
-  if (!warm_instance (j->served, inst->pipeline, error) ||
+  if (!warm_instance (j->served, inst->pipeline, j->r->warmup_pause, error) ||
       (p.background && !sedp_pipeline_set_idle (inst->pipeline, FALSE, error))) {
     instance_destroy (inst);
     return NULL;
@@ -675,6 +679,7 @@ reloader_new (SedpServer *server, Served *s)
   r->probation_s = ms->probation_s;
   r->max_error_rate = ms->max_error_rate;
   r->max_p99_over_previous = ms->max_p99_over_previous;
+  r->warmup_pause = ms->warmup_pause;
   r->rejected = g_array_new (FALSE, FALSE, sizeof (gint64));
   s->reloader = r;
   watch (r);

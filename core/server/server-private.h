@@ -57,6 +57,7 @@ struct _Reloader {
   guint probation_s;
   double max_error_rate;   /* 1: off */
   double max_p99_over_previous; /* 0: off */
+  double warmup_pause;     /* pause after each warm-up request, in multiples of its time */
   gint64 previous;         /* the version served before the current one (0: none) */
   GDateTime *previous_loaded_at;
   GArray *rejected;        /* gint64: versions rolled back, not loaded again by the watcher */

@@ -47,6 +47,7 @@ test_defaults (void)
   CU_ASSERT_EQUAL (m->probation_s, 60);
   CU_ASSERT_EQUAL (m->max_error_rate, 1.0);
   CU_ASSERT_EQUAL (m->max_p99_over_previous, 0.0);
+  CU_ASSERT_EQUAL (m->warmup_pause, 1.0);
   CU_ASSERT_EQUAL (m->line, 4);
 }
 
@@ -57,7 +58,7 @@ test_every_key (void)
   g_autoptr (SedpPipelineSpec) spec = parse_with (
     "[model ctr.v2-b_x]\nrepository = /data/models\nversion = 42\npublic_key = keys/ctr.public\n"
     "poll_interval_s = 1\nprobation_s = 0\nmax_error_rate = 0.005\nmax_p99_over_previous = 1.5\n"
-    "\n[model other]\nrepository = r\nversion = latest\n", &error);
+    "warmup_pause = 0\n\n[model other]\nrepository = r\nversion = latest\n", &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (spec);
   CU_ASSERT_EQUAL_FATAL (spec->models->len, 2);
   const SedpModelSpec *m = spec->models->pdata[0], *o = spec->models->pdata[1];
@@ -70,6 +71,8 @@ test_every_key (void)
   CU_ASSERT_EQUAL (m->probation_s, 0);
   CU_ASSERT_DOUBLE_EQUAL (m->max_error_rate, 0.005, 1e-15);
   CU_ASSERT_DOUBLE_EQUAL (m->max_p99_over_previous, 1.5, 1e-15);
+  CU_ASSERT_EQUAL (m->warmup_pause, 0.0);
+  CU_ASSERT_EQUAL (o->warmup_pause, 1.0);
   CU_ASSERT_STRING_EQUAL (o->name, "other");
   CU_ASSERT_STRING_EQUAL (o->repository, "/srv/p/r");
   CU_ASSERT_EQUAL (o->pinned, 0);
@@ -110,6 +113,8 @@ test_errors (void)
                 SEDP_DSL_ERROR_INVALID_VALUE, "[model ctr] max_p99_over_previous", "got 'fast'");
   expect_error ("[model ctr]\nrepository = r\nmax_error_rate = nan\n",
                 SEDP_DSL_ERROR_INVALID_VALUE, "max_error_rate", "from 0 to 1");
+  expect_error ("[model ctr]\nrepository = r\nwarmup_pause = -1\n",
+                SEDP_DSL_ERROR_INVALID_VALUE, "[model ctr] warmup_pause", "from 0 to 100");
   expect_error ("[model ctr]\nrepository = r\npoll_interval_s = 0\n",
                 SEDP_DSL_ERROR_INVALID_VALUE, "[model ctr] poll_interval_s", "from 1 to 86400");
   expect_error ("[model ctr]\nrepository = r\n\n[model ctr]\nrepository = s\n",
