@@ -16,8 +16,9 @@
  *    open-loop rate whose p99 stays within --capacity-slo-ms, probes of --capacity-seconds),
  *    unless --rate is given, and offers --load × capacity;
  * 4. one continuous open-loop run (core/load, protobuf) at that rate: --steady / 2 seconds
- *    without reloads, --duration seconds with a new version every --interval seconds, --steady / 2
- *    seconds without reloads again. A new version N ≥ 3 is made as a trainer would: tmp.N is a
+ *    without reloads, the reload phase in slots of --interval seconds — --round-reloads slots
+ *    with a new version each, then as many without, and again, for --duration seconds of slots
+ *    with a reload — and --steady / 2 seconds without reloads again. A new version N ≥ 3 is made as a trainer would: tmp.N is a
  *    hard-linked copy of version 1 (N odd) or 2 (N even) whose manifest.json is a new file with
  *    only its "version" member set to N, renamed to N; then `POST
  *    /v1/admin/models/ctr:reload?version=N` (409, a reload or a retiring version in progress, is
@@ -33,25 +34,26 @@
  * Windows around a swap: from --window-before seconds before the reload was asked for to
  * --window-after seconds after its answer (the swap happens just before the answer), so that a
  * window holds the new version's load and warm-up, run beside the serving one, as well as the
- * swap. Steady: the requests due in the steady phases, outside any window.
+ * swap. Baseline: the requests due in the reload phase outside every window (the slots without
+ * reloads, interleaved with the windows); with --round-reloads 0, those of the steady phases.
  *
  * RESULT keys (targets in docs/model-lifecycle.md): reload_errors (requests due and not answered
  * 200 with status OK), reload_version_mismatches (OK answers whose scores are not those of the
  * version they name, or that name no version made), reload_p99_over_steady (p99 of the requests
- * due in the windows over the steady p99), swap_us_max (the server's sedp_model_swap_us_max),
- * reload_peak_rss_over_bound (peak VmRSS of the reload phases — from the first reload to the last
- * one's window end under load, and the fast reloads — over the peak VmRSS of the two steady
- * phases, each from --rss-settle seconds after its start, + the largest dense.onnx + 5 % of that
- * steady peak; _median: the same over the first
- * steady phase's median, _with_cube: one cube more in the bound),
+ * due in the windows over the baseline's p99), swap_us_max (the server's sedp_model_swap_us_max),
+ * reload_peak_rss_over_bound (peak VmRSS in the windows and the fast reloads over the baseline's
+ * peak VmRSS + the largest dense.onnx + 5 % of that peak; with --round-reloads 0, the whole
+ * reload phase's peak over the steady phases', each from --rss-settle seconds after its start;
+ * _median: the same over the first steady phase's median, _with_cube: one cube more in the
+ * bound),
  * rss_growth_50_reloads ((VmRSS after the last fast reload − after the first) / after the first),
  * with the supporting lines before them.
  *
  * Options: --duration S (120), --interval S (5), --load F (0.7), --rate R (requests/s; skips the
- * capacity search), --steady S (120), --fast-reloads N (50), --fast-interval S (0.5), --items N
- * (300), --capacity-seconds S (5), --capacity-slo-ms MS (100), --window-before S (0.5),
- * --window-after S (1.5), --rss-settle S (5), --rss-trace FILE, --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke
- * run). */
+ * capacity search), --steady S (30), --round-reloads N (2), --fast-reloads N (50),
+ * --fast-interval S (0.5), --items N (300), --capacity-seconds S (5), --capacity-slo-ms MS (100),
+ * --window-before S (0.5), --window-after S (1.5), --rss-settle S (5), --rss-trace FILE,
+ * --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke run). */
 #define _GNU_SOURCE
 #include "bench-process.h"
 #include "load/capacity.h"
@@ -83,9 +85,18 @@ typedef struct {
   double duration, interval, load, rate, steady, fast_interval, cap_seconds, cap_slo_ms;
   double before, after, rss_settle;
   gint fast_reloads, items;
+  gint round_reloads;      /* reloads per round, then as long without (0: no rounds) */
   gboolean new_embeddings; /* version 2 of other embeddings, its own cube */
   char *rss_trace;         /* a file for the VmRSS samples and the reloads' times, or NULL */
 } Options;
+
+/* Seconds of the reload phase: --duration of reload slots, and as long again of rounds without
+ * reloads when they alternate (--round-reloads). */
+static double
+phase_seconds (const Options *o)
+{
+  return o->round_reloads > 0 ? 2 * o->duration : o->duration;
+}
 
 /* ---- the expected scores: per request, each item's score under weights 1 and 2 ---- */
 
@@ -942,9 +953,9 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
 {
   guint64 errors = k->arrivals - MIN (k->arrivals, a->n_ok);
   printf ("RESULT reload_capacity_rps=%.1f reload_rate=%.1f reload_load=%g reload_items=%d "
-          "reload_duration_s=%g reload_interval_s=%g reload_steady_s=%g\n",
+          "reload_duration_s=%g reload_interval_s=%g reload_round_reloads=%d reload_steady_s=%g\n",
           capacity, rate, capacity > 0 ? rate / capacity : 0, b->o->items, b->o->duration,
-          b->o->interval, b->o->steady);
+          b->o->interval, b->o->round_reloads, b->o->steady);
   printf ("RESULT reload_requests_due=%" G_GUINT64_FORMAT " reload_sent=%" G_GUINT64_FORMAT
           " reload_answered_ok=%" G_GUINT64_FORMAT " reload_not_200=%" G_GUINT64_FORMAT
           " reload_200_not_ok=%" G_GUINT64_FORMAT " reload_late_sends=%" G_GUINT64_FORMAT "\n",
@@ -961,16 +972,22 @@ print_load_results (Bench *b, const Answers *a, const SedpLoadgenCounts *k, doub
   GArray *all[] = {s.window, s.steady, s.steady_before, s.steady_after, s.quiet, s.swap};
   for (guint i = 0; i < G_N_ELEMENTS (all); i++)
     g_array_sort (all[i], timed_cmp);
-  double p99_w = p99_of (s.window), p99_s = p99_of (s.steady);
+  /* the baseline: the reload phase's time outside every window (the rounds without reloads,
+   * interleaved with the windows), or the steady phases when there are no rounds */
+  GArray *base = b->o->round_reloads > 0 ? s.quiet : s.steady;
+  double p99_w = p99_of (s.window), p99_s = p99_of (base), p99_phases = p99_of (s.steady);
   double lo = 0, hi = 0;
-  bench_stats_quantile_change_ci ((BenchTimed *) s.steady->data, s.steady->len,
+  bench_stats_quantile_change_ci ((BenchTimed *) base->data, base->len,
                                   (BenchTimed *) s.window->data, s.window->len, 0.99, 1.0, 2000, 1,
                                   &lo, &hi);
   printf ("RESULT reload_p99_window_ms=%.2f reload_p99_steady_ms=%.2f reload_window_n=%u "
           "reload_steady_n=%u reload_p99_steady_before_ms=%.2f reload_p99_steady_after_ms=%.2f "
           "reload_p99_quiet_ms=%.2f reload_quiet_n=%u reload_window_s=-%g..+%g\n",
-          p99_w, p99_s, s.window->len, s.steady->len, p99_of (s.steady_before),
+          p99_w, p99_phases, s.window->len, s.steady->len, p99_of (s.steady_before),
           p99_of (s.steady_after), p99_of (s.quiet), s.quiet->len, b->o->before, b->o->after);
+  printf ("RESULT reload_p99_baseline=%s reload_p99_baseline_ms=%.2f "
+          "reload_p99_over_steady_phases=%.3f\n", b->o->round_reloads > 0 ? "quiet" : "steady",
+          p99_s, p99_phases > 0 ? p99_w / p99_phases : -1);
   double p99_swap = p99_of (s.swap);
   printf ("RESULT reload_p99_around_swap_ms=%.2f reload_around_swap_n=%u "
           "reload_p99_around_swap_over_steady=%.3f\n", p99_swap, s.swap->len,
@@ -1118,14 +1135,20 @@ write_token (Bench *b)
   return path;
 }
 
-/* Reloads every --interval seconds from @from (µs) for --duration seconds. */
+/* From @from (µs), in slots of --interval seconds: --round-reloads slots with a new version
+ * each, then as many without, and so on (every slot a reload without rounds), for
+ * phase_seconds(). The slots without are the baseline the windows are compared with,
+ * interleaved with them, so that a drift of the machine over minutes falls on both alike. */
 static gboolean
 reload_phase (Bench *b, gint64 from)
 {
   gint64 step = (gint64) (b->o->interval * G_USEC_PER_SEC);
-  gint64 end = from + (gint64) (b->o->duration * G_USEC_PER_SEC);
-  for (gint64 t = from; t < end; t += step) {
-    sleep_until (t);
+  gint64 end = from + (gint64) (phase_seconds (b->o) * G_USEC_PER_SEC);
+  gint n = b->o->round_reloads;
+  for (gint64 k = 0; from + k * step < end; k++) {
+    if (n > 0 && k % (2 * n) >= n)
+      continue;
+    sleep_until (from + k * step);
     Reload r;
     if (!reload_next (b, &r))
       return FALSE;
@@ -1164,33 +1187,55 @@ fast_phase (Bench *b, long *rss_first, long *rss_last)
   return TRUE;
 }
 
+/* The largest sample in [@from, @to) µs that is in a reload's window (@inside) or outside every
+ * window; -1 when none. */
+static long
+rss_max_windows (Bench *b, gint64 t0, gint64 from, gint64 to, gboolean inside)
+{
+  long max = -1;
+  g_mutex_lock (&b->rss.lock);
+  for (guint i = 0; i < b->rss.samples->len; i++) {
+    const RssSample *s = &g_array_index (b->rss.samples, RssSample, i);
+    if (s->t >= from && s->t < to &&
+        in_window (b, t0, (double) (s->t - t0) / G_USEC_PER_SEC) == inside)
+      max = MAX (max, s->kb);
+  }
+  g_mutex_unlock (&b->rss.lock);
+  return max;
+}
+
 /* The server's VmRSS in the phases of the run, kB (-1: no sample). */
 typedef struct {
   long steady_median;     /* the first steady phase's median */
   long steady_before_max; /* the peaks of the steady phases before and after the reloads */
   long steady_after_max;
   long peak_load;  /* the reload phase under load: from the first reload to the last window's end */
+  long window_max; /* … its samples in a reload's window */
+  long quiet_max;  /* … its samples outside every window (the baseline with rounds) */
   long peak_fast;  /* the fast reloads */
   long first_fast; /* settled after the first fast reload, after the last */
   long last_fast;
 } RssFigures;
 
-/* The RSS lines. The bound is one dense model more than steady (+ 5 %), steady being the peak of
- * the steady phases: RSS under open-loop load moves with the requests in flight, so the reload
- * phase's peak is compared with the steady phases' peak, like with like — and over as long a
- * time by default (--steady = --duration): the peak of more samples is higher by itself (without
- * any reload, 150 s of load peaked at 112.6 MB where 20 s windows of it peaked at 95 to 100). The bound on the first
- * steady phase's median and the one with a cube more are printed for the reader. */
+/* The RSS lines. The bound is one dense model more than steady (+ 5 %), steady being a peak
+ * without reloads: RSS under open-loop load moves with the requests in flight, so the windows'
+ * peak is compared with the peak of the reload phase outside every window — the rounds without
+ * reloads, interleaved with the windows and about as long — like with like (without rounds: the
+ * steady phases' peak, and the whole reload phase's). The bound on the first steady phase's
+ * median and the one with a cube more are printed for the reader. */
 static void
 print_rss (const Bench *b, const RssFigures *r, gboolean fast_ok)
 {
   gint64 dense = part_bytes (b->data, "dense.onnx"), cube = part_bytes (b->data, "cube");
-  long steady_peak = MAX (r->steady_before_max, r->steady_after_max);
-  long peak = MAX (r->peak_load, r->peak_fast);
+  gboolean rounds = b->o->round_reloads > 0;
+  long steady_peak = rounds ? r->quiet_max : MAX (r->steady_before_max, r->steady_after_max);
+  long peak = MAX (rounds ? r->window_max : r->peak_load, r->peak_fast);
   double bound = steady_peak + dense / 1024.0 + 0.05 * steady_peak;
   double bound_median = r->steady_median + dense / 1024.0 + 0.05 * r->steady_median;
   /* a short run (SEDP_BENCH_QUICK) may leave no sample after the last window: -1 there */
   gboolean have = steady_peak > 0 && peak > 0;
+  printf ("RESULT rss_window_max_kb=%ld rss_quiet_max_kb=%ld rss_baseline=%s\n", r->window_max,
+          r->quiet_max, rounds ? "quiet" : "steady");
   printf ("RESULT rss_steady_kb=%ld rss_steady_before_max_kb=%ld rss_steady_after_max_kb=%ld "
           "rss_peak_under_load_kb=%ld rss_peak_fast_kb=%ld dense_model_bytes=%" G_GINT64_FORMAT
           " cube_bytes=%" G_GINT64_FORMAT " rss_bound_kb=%.0f rss_bound_median_kb=%.0f\n",
@@ -1258,9 +1303,10 @@ run (Bench *b, double capacity, double rate, double apart)
       return 1;
   }
   Answers a = {.expected = b->expected, .records = g_array_new (FALSE, FALSE, sizeof (Record))};
-  LoadRun l = {b, w, rate, o->steady + o->duration, &a};
-  fprintf (stderr, "reload: %.1f requests/s for %g s: %g s steady, %g s with a version every %g s, "
-           "%g s steady\n", rate, l.seconds, o->steady / 2, o->duration, o->interval, o->steady / 2);
+  LoadRun l = {b, w, rate, o->steady + phase_seconds (o), &a};
+  fprintf (stderr, "reload: %.1f requests/s for %g s: %g s steady, %g s with a version every %g s "
+           "(%d in a row, then as long without), %g s steady\n", rate, l.seconds, o->steady / 2,
+           phase_seconds (o), o->interval, o->round_reloads, o->steady / 2);
   GThread *thread = g_thread_new ("load", load_thread, &l);
   while (!g_atomic_int_get (&l.started))
     g_usleep (1000);
@@ -1291,6 +1337,8 @@ run (Bench *b, double capacity, double rate, double apart)
     .steady_before_max = rss_between (&b->rss, a.t0 + settle, steady_to, 1),
     .steady_after_max = rss_between (&b->rss, reload_to + settle, load_end, 1),
     .peak_load = rss_between (&b->rss, first->t_call, reload_to, 1),
+    .window_max = rss_max_windows (b, a.t0, reload_from, reload_to, TRUE),
+    .quiet_max = rss_max_windows (b, a.t0, reload_from, reload_to, FALSE),
   };
   guint64 errors = print_load_results (
     b, &a, sedp_loadgen_results_get_counts (l.results), capacity, rate, apart, n_loaded_reloads,
@@ -1343,7 +1391,8 @@ static gboolean
 parse_options (int argc, char **argv, Options *o)
 {
   *o = (Options) {
-    .duration = 120, .interval = 5, .load = 0.7, .steady = 120, .fast_reloads = 50,
+    .duration = 120, .interval = 5, .load = 0.7, .steady = 30, .round_reloads = 2,
+    .fast_reloads = 50,
     .fast_interval = 0.5, .items = 300, .cap_seconds = 5, .cap_slo_ms = 100, .before = 0.5,
     .after = 1.5, .rss_settle = 5,
   };
@@ -1357,9 +1406,12 @@ parse_options (int argc, char **argv, Options *o)
     {"rate", 'r', 0, G_OPTION_ARG_DOUBLE, &o->rate,
      "Requests/s to offer (skips the capacity search)", "R"},
     {"steady", 0, 0, G_OPTION_ARG_DOUBLE, &o->steady,
-     "Seconds of load without reloads, half before and half after the reloads (default 120: as "
-     "long as the reload phase, so that its peak RSS is compared with a steady peak over as many "
-     "samples)", "S"},
+     "Seconds of load without reloads, half before and half after the reload phase (default 30)",
+     "S"},
+    {"round-reloads", 0, 0, G_OPTION_ARG_INT, &o->round_reloads,
+     "Reloads in a row, then as long without, in the reload phase: the slots without are the "
+     "baseline of the p99 and RSS targets (default 2; 0: a reload in every slot, the steady "
+     "phases the baseline)", "N"},
     {"fast-reloads", 0, 0, G_OPTION_ARG_INT, &o->fast_reloads,
      "Reloads without load after the loaded run, for the RSS growth (default 50)", "N"},
     {"fast-interval", 0, 0, G_OPTION_ARG_DOUBLE, &o->fast_interval,
@@ -1398,7 +1450,7 @@ parse_options (int argc, char **argv, Options *o)
       o->rate < 0 || o->steady < 2 || o->fast_reloads < 2 || o->fast_interval < 0 ||
       o->items < 1 || o->cap_seconds <= 0 || o->cap_slo_ms <= 0 || o->before < 0 || o->after < 0 ||
       o->steady / 2 < o->before + 1 || o->rss_settle < 0 ||
-      o->rss_settle >= o->steady / 2 - o->before ||
+      o->rss_settle >= o->steady / 2 - o->before || o->round_reloads < 0 ||
       o->duration / o->interval + o->fast_reloads + 3 > MAX_VERSIONS) {
     fprintf (stderr, "reload: bad option value (--duration at least --interval, --steady at least "
              "2 × (--window-before + 1) and more than 2 × (--window-before + --rss-settle), "
