@@ -77,6 +77,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     fuzz_refused ("compile", error);
     return 0;
   }
+  /* sedp check reads the warm-up file after the graph: the parse only records its path */
+  if (graph->spec->warmup) {
+    GPtrArray *records = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+    if (records == NULL) {
+      g_assert (error != NULL);
+      fuzz_refused ("warmup", error);
+      sedp_graph_free (graph);
+      return 0;
+    }
+    g_ptr_array_unref (records);
+  }
   g_autoptr (GString) out = g_string_new (NULL);
   sedp_graph_describe (graph, out);
   sedp_graph_write_dot (graph, out);
