@@ -18,9 +18,10 @@
  * 4. one continuous open-loop run (core/load, protobuf) at that rate: --steady / 2 seconds
  *    without reloads, the reload phase in slots of --interval seconds — --round-reloads slots
  *    with a new version each, then as many without, and again, for --duration seconds of slots
- *    with a reload — and --steady / 2 seconds without reloads again. A new version N ≥ 3 is made as a trainer would: tmp.N is a
- *    hard-linked copy of version 1 (N odd) or 2 (N even) whose manifest.json is a new file with
- *    only its "version" member set to N, renamed to N; then `POST
+ *    with a reload — and --steady / 2 seconds without reloads again. A new version N ≥ 3 is
+ *    made as a trainer would: tmp.N is a hard-linked copy of version 1 (N odd) or 2 (N even)
+ *    whose manifest.json is a new file with only its "version" member set to N, renamed to N;
+ *    then `POST
  *    /v1/admin/models/ctr:reload?version=N` (409, a reload or a retiring version in progress, is
  *    retried every 50 ms) and its answer's load_ms, warmup_ms and swap_us are kept. Every answer
  *    is read: it must be HTTP 200 with status OK, name a version we made (model_version
