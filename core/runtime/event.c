@@ -74,3 +74,22 @@ sedp_event_set_items (SedpEvent *ev, SedpFrame *items)
     sedp_frame_unref (ev->items);
   ev->items = items;
 }
+
+void
+sedp_event_route (SedpEvent *ev, guint branch)
+{
+  g_return_if_fail (ev != NULL);
+  if (branch >= SEDP_MAX_BRANCHES) {
+    g_critical ("sedp_event_route: branch %u out of range (at most %u branches)", branch,
+                SEDP_MAX_BRANCHES);
+    return;
+  }
+  ev->routes |= G_GUINT64_CONSTANT (1) << branch;
+}
+
+guint64
+sedp_event_get_routes (const SedpEvent *ev)
+{
+  g_return_val_if_fail (ev != NULL, 0);
+  return ev->routes;
+}

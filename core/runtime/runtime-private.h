@@ -66,6 +66,8 @@ struct _SedpEvent {
   SedpFrame *items;            /* set by the source stage */
   guint slot;                  /* input slot at the receiving stage */
   gint64 enqueued_at;          /* when it was put on the receiving stage's queue */
+  guint64 routes;              /* a router's process: the branches taken (sedp_event_route) */
+  gboolean skip;               /* a branch not taken: no frame, carried without a queue */
 };
 
 struct _SedpStageContext {

@@ -239,6 +239,29 @@ SEDP_API void sedp_event_drop (SedpEvent *event);
  */
 SEDP_API void sedp_event_set_items (SedpEvent *event, SedpFrame *items);
 
+/** SEDP_MAX_BRANCHES: the most branches a router may declare. */
+#define SEDP_MAX_BRANCHES 64
+
+/**
+ * sedp_event_route:
+ * @branch: the index of a branch in the list the stage's `branches` returned
+ *
+ * For a router's `process` (docs/routing.md): sends @event down @branch as well. Call it once
+ * per branch taken; the outputs labelled with a branch not taken get a *skip* (no frame, no
+ * queue, no work) so that joins and sinks after them do not wait. An event routed nowhere goes
+ * only down the router's unlabelled outputs (`after = STAGE`). An index out of range is a
+ * programming error (a critical, ignored). On a failed or dropped event it has no effect: the
+ * frame goes on as a tombstone down every output. Not thread-safe for one event (it is the
+ * calling worker's during `process`).
+ */
+SEDP_API void sedp_event_route (SedpEvent *event, guint branch);
+
+/**
+ * sedp_event_get_routes:
+ * Returns: the branches @event was routed to so far, bit @branch set for each.
+ */
+SEDP_API guint64 sedp_event_get_routes (const SedpEvent *event);
+
 /**
  * SedpStageDescriptor:
  * @abi_major: SEDP_ABI_MAJOR the plugin was built with (set by SEDP_STAGE_DEFINE())
@@ -262,6 +285,21 @@ SEDP_API void sedp_event_set_items (SedpEvent *event, SedpFrame *items);
  * @destroy: frees the instance, after the last `process` call returned.
  * @reload: (nullable): applies new options without stopping the stage (optional).
  * @stats: (nullable): reports instantaneous values (cache size, model version) (optional).
+ * @branches: (nullable): makes the stage a *router* (docs/routing.md): returns the names of its
+ *   branches (a new %NULL-terminated array the caller frees; names `[a-z0-9_]`, 1–64
+ *   characters, distinct, at most 64), computed from the validated options of @ctx alone, or
+ *   %NULL with @error (an error in an option, naming it). Called once per stage before `create`,
+ *   by `sedp check` too, from one thread: it must not open files or servers. Stages take a branch
+ *   with `after = STAGE:BRANCH`; `process` routes each event with sedp_event_route(). Since ABI
+ *   1.2.
+ * @writes: (nullable): the columns the stage writes into the frames it processes, computed from
+ *   the options of @ctx alone (a new %NULL-terminated array), %NULL without @error when they are
+ *   not known before the stage starts, or %NULL with @error. Read by `sedp check` for the
+ *   columns later stages declare they need (@needs). Same rules as @branches. Since ABI 1.2.
+ * @needs: (nullable): the columns the stage needs that an earlier stage must declare it writes,
+ *   each written `OPTION=COLUMN` (the option that names it, for the error that `sedp check`
+ *   reports when no earlier stage writes COLUMN); a new %NULL-terminated array, or %NULL with
+ *   @error. Same rules as @branches. Since ABI 1.2.
  *
  * What a plugin exports: one constant descriptor, declared with SEDP_STAGE_DEFINE().
  */
@@ -280,7 +318,10 @@ typedef struct {
   void (*destroy) (gpointer instance);
   gboolean (*reload) (gpointer instance, SedpStageContext *ctx, GError **error);
   void (*stats) (gpointer instance, SedpStats *stats);
-  gpointer _reserved[SEDP_PADDING];
+  char **(*branches) (const SedpStageContext *ctx, GError **error);
+  char **(*writes) (const SedpStageContext *ctx, GError **error);
+  char **(*needs) (const SedpStageContext *ctx, GError **error);
+  gpointer _reserved[SEDP_PADDING - 3];
 } SedpStageDescriptor;
 
 /**
