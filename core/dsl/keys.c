@@ -41,6 +41,9 @@ static const SedpDslKey stage_keys[] = {
    .offset = S (queue_capacity)},
   {SEDP_DSL_GROUP_STAGE, "drop_columns", SEDP_DSL_KEY_LIST, .offset = S (drop_columns)},
   {SEDP_DSL_GROUP_STAGE, "cpus", SEDP_DSL_KEY_CPUS, .offset = S (cpus), .count_offset = S (n_cpus)},
+  {SEDP_DSL_GROUP_STAGE, "branch_max_inflight", SEDP_DSL_KEY_LIST,
+   .offset = S (branch_max_inflight)},
+  {SEDP_DSL_GROUP_STAGE, "branch_max_rate", SEDP_DSL_KEY_LIST, .offset = S (branch_max_rate)},
 };
 
 /* [model NAME]: a model served from a repository (docs/model-lifecycle.md). `version` is

@@ -393,6 +393,8 @@ stage_spec_free (SedpStageSpec *s)
   g_free (s->plugin);
   g_strfreev (s->after);
   g_strfreev (s->drop_columns);
+  g_strfreev (s->branch_max_inflight);
+  g_strfreev (s->branch_max_rate);
   g_free (s->cpus);
   g_strfreev (s->option_keys);
   g_strfreev (s->option_values);
@@ -406,6 +408,20 @@ static gboolean
 is_stage_key (const char *key)
 {
   return sedp_dsl_runtime_key (SEDP_DSL_GROUP_STAGE, key) != NULL;
+}
+
+/* The list key @key of the current group into *@out (empty when unset). */
+static gboolean
+get_list (Ctx *c, const char *key, char ***out, GError **error)
+{
+  GError *local = NULL;
+  g_autofree char *value = dsl_get_value (c, key, &local);
+  if (local) {
+    g_propagate_error (error, local);
+    return FALSE;
+  }
+  *out = split_list (value ? value : "");
+  return TRUE;
 }
 
 static SedpStageSpec *
@@ -439,11 +455,10 @@ parse_stage_group (Ctx *c, const char *name, GError **error)
   if (local)
     goto propagate;
   s->after = split_list (after ? after : "");
-  char *drop = dsl_get_value (c, "drop_columns", &local);
-  if (local)
-    goto propagate;
-  s->drop_columns = split_list (drop ? drop : "");
-  g_free (drop);
+  if (!get_list (c, "drop_columns", &s->drop_columns, error) ||
+      !get_list (c, "branch_max_inflight", &s->branch_max_inflight, error) ||
+      !get_list (c, "branch_max_rate", &s->branch_max_rate, error))
+    goto fail;
   scope = dsl_get_value (c, "scope", &local);
   if (local)
     goto propagate;

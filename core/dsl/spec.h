@@ -29,6 +29,8 @@ typedef enum {
   SEDP_DSL_ERROR_NO_SINK,
   SEDP_DSL_ERROR_CYCLE,
   SEDP_DSL_ERROR_SCOPE,
+  SEDP_DSL_ERROR_BRANCH,
+  SEDP_DSL_ERROR_COLUMN,
 } SedpDslError;
 
 /** SedpMode: how a pipeline runs: one stage per thread pool (staged) or run-to-completion per
@@ -53,6 +55,8 @@ typedef struct {
   guint *cpus;             /* the CPUs the stage's workers run on (n_cpus of them; 0: the
                             * pipeline's `cpus`, else anywhere) */
   guint n_cpus;
+  char **branch_max_inflight; /* a router's quotas, `BRANCH:N` (docs/routing.md; graph/routes.c) */
+  char **branch_max_rate;  /* `BRANCH:REQUESTS_PER_S` */
   char **option_keys;      /* the plugin's own options, in file order */
   char **option_values;
   guint *option_lines;

@@ -23,6 +23,14 @@ sedp_graph_free (SedpGraph *g)
     g_free (g->nodes[i].inputs);
     g_free (g->nodes[i].outputs);
     g_free (g->nodes[i].output_slots);
+    g_strfreev (g->nodes[i].input_labels);
+    g_free (g->nodes[i].input_branch);
+    g_free (g->nodes[i].input_routed);
+    g_free (g->nodes[i].output_branch);
+    g_strfreev (g->nodes[i].branches);
+    g_free (g->nodes[i].route_names);
+    g_free (g->nodes[i].quota_inflight);
+    g_free (g->nodes[i].quota_rate);
   }
   g_free (g->nodes);
   g_free (g->topo);
@@ -92,8 +100,12 @@ sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry, GHa
     node->spec = spec->stages->pdata[i];
     node->n_inputs = g_strv_length (node->spec->after);
     node->inputs = g_new0 (guint, MAX (node->n_inputs, 1));
+    node->input_labels = g_new0 (char *, node->n_inputs + 1);
     for (guint k = 0; k < node->n_inputs; k++) {
-      const char *dep = node->spec->after[k];
+      const char *colon = strchr (node->spec->after[k], ':');
+      g_autofree char *dep = g_strndup (node->spec->after[k],
+                                        colon ? (gsize) (colon - node->spec->after[k]) : strlen (node->spec->after[k]));
+      node->input_labels[k] = colon ? g_strdup (colon + 1) : NULL;
       int j = find_stage (spec, dep);
       if (j < 0) {
         g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_STAGE,
@@ -102,7 +114,7 @@ sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry, GHa
         return NULL;
       }
       for (guint q = 0; q < k; q++)
-        if (node->inputs[q] == (guint) j) {
+        if (node->inputs[q] == (guint) j && g_strcmp0 (node->input_labels[q], node->input_labels[k]) == 0) {
           g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
                        "%s:%u: [stage %s] after: stage '%s' listed twice", path,
                        sedp_stage_spec_key_line (node->spec, "after"), node->spec->name, dep);
@@ -245,6 +257,8 @@ sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry, GHa
     if (node->options == NULL)
       return NULL;
   }
+  if (!sedp_graph_resolve_routes (g, error) || !sedp_graph_check_columns (g, error))
+    return NULL;
   return g_steal_pointer (&g);
 }
 
@@ -302,7 +316,9 @@ sedp_graph_describe (const SedpGraph *g, GString *out)
     else {
       g_string_append (out, " after=");
       for (guint k = 0; k < node->n_inputs; k++)
-        g_string_append_printf (out, "%s%s", k ? "," : "", g->nodes[node->inputs[k]].spec->name);
+        g_string_append_printf (out, "%s%s%s%s", k ? "," : "", g->nodes[node->inputs[k]].spec->name,
+                                node->input_labels[k] ? ":" : "",
+                                node->input_labels[k] ? node->input_labels[k] : "");
       if (node->n_inputs > 1)
         g_string_append (out, " [join]");
     }
@@ -313,6 +329,10 @@ sedp_graph_describe (const SedpGraph *g, GString *out)
     if (node->spec->drop_columns && node->spec->drop_columns[0]) {
       g_autofree char *drop = g_strjoinv (",", node->spec->drop_columns);
       g_string_append_printf (out, " drop_columns=%s", drop);
+    }
+    if (node->branches) {
+      g_autofree char *list = g_strjoinv (",", node->branches);
+      g_string_append_printf (out, " branches=%s", list);
     }
     if (node->n_outputs == 0)
       g_string_append (out, " [sink]");
@@ -334,8 +354,14 @@ sedp_graph_write_dot (const SedpGraph *g, GString *out)
                             node->scope == SEDP_SCOPE_REQUEST ? ", style=rounded" : "");
   }
   for (guint i = 0; i < g->n_nodes; i++)
-    for (guint k = 0; k < g->nodes[i].n_outputs; k++)
-      g_string_append_printf (out, "  \"%s\" -> \"%s\";\n", g->nodes[i].spec->name,
-                              g->nodes[g->nodes[i].outputs[k]].spec->name);
+    for (guint k = 0; k < g->nodes[i].n_outputs; k++) {
+      const SedpGraphNode *from = &g->nodes[i];
+      int b = from->output_branch ? from->output_branch[k] : -1;
+      g_string_append_printf (out, "  \"%s\" -> \"%s\"", from->spec->name,
+                              g->nodes[from->outputs[k]].spec->name);
+      if (b >= 0)
+        g_string_append_printf (out, " [label=\"%s\", style=dashed]", from->branches[b]);
+      g_string_append (out, ";\n");
+    }
   g_string_append (out, "}\n");
 }

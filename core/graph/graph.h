@@ -20,6 +20,17 @@ typedef struct {
   guint n_outputs;
   guint *outputs;                  /* node indexes */
   guint *output_slots;             /* the input slot of this node at each output */
+  /* Routing (routes.c, docs/routing.md). */
+  char **input_labels;             /* per input: the BRANCH of `after = STAGE:BRANCH`, or NULL */
+  int *input_branch;               /* per input: that branch's index at the input, or -1 */
+  guint8 *input_routed;            /* per input: a labelled edge lies before it (may be skipped) */
+  guint n_routed_inputs;
+  int *output_branch;              /* per output: the branch of this router it takes, or -1 */
+  char **branches;                 /* a router's branch names (NULL-terminated), else NULL */
+  guint n_branches;
+  const char **route_names;        /* per branch: "STAGE:BRANCH", interned */
+  guint *quota_inflight;           /* per branch: branch_max_inflight (0: none) */
+  double *quota_rate;              /* per branch: branch_max_rate in requests/s (0: none) */
 } SedpGraphNode;
 
 /** SedpGraph: the checked DAG of a pipeline. */
@@ -47,6 +58,16 @@ SEDP_API SedpGraph *sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpReg
                                                  GHashTable *versions, GError **error);
 
 SEDP_API void sedp_graph_free (SedpGraph *graph);
+
+/* Routes (routes.c, docs/routing.md), called by sedp_graph_compile() once every node has its
+ * plugin and options: asks each router for its branches, resolves `after = STAGE:BRANCH`,
+ * checks that every branch is taken, reads the branch quotas and marks the inputs that may
+ * be skipped. FALSE with @error (SEDP_DSL_ERROR_BRANCH, naming file, line, group and key). */
+gboolean sedp_graph_resolve_routes (SedpGraph *graph, GError **error);
+
+/* Checks every column a stage declares it needs (`needs`) against those its earlier stages
+ * declare they write (`writes`). FALSE with @error (SEDP_DSL_ERROR_COLUMN). */
+gboolean sedp_graph_check_columns (const SedpGraph *graph, GError **error);
 
 /* A readable summary of the compiled graph (stages in topological order). */
 SEDP_API void sedp_graph_describe (const SedpGraph *graph, GString *out);

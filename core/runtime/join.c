@@ -21,6 +21,11 @@ struct _JoinSlot {
   guint16 *item_arrived;   /* [n_frames] */
   guint8 *emitted;         /* [n_frames] */
   guint gathered_events;   /* item events arrived (request-scope stages) */
+  /* Routing (docs/routing.md): inputs not taken hold no frame and are not tombstones. */
+  guint n_routed;          /* the stage's inputs that may be skipped */
+  guint req_skipped;       /* request-scope inputs skipped */
+  guint8 *item_skip;       /* [n_frames × n_item]: that input of that frame was skipped */
+  guint *skipped_frames;   /* [n_item]: frames of each item input skipped */
 };
 
 void
@@ -43,6 +48,8 @@ sedp_join_slot_free (JoinSlot *s)
   g_free (s->items);
   g_free (s->item_arrived);
   g_free (s->emitted);
+  g_free (s->item_skip);
+  g_free (s->skipped_frames);
   g_free (s);
 }
 
@@ -60,6 +67,11 @@ slot_get (SedpRequest *r, Stage *stage)
   s->items = g_new0 (SedpFrame *, MAX ((gsize) s->n_frames * s->n_item, 1));
   s->item_arrived = g_new0 (guint16, MAX (s->n_frames, 1));
   s->emitted = g_new0 (guint8, MAX (s->n_frames, 1));
+  s->n_routed = stage->node->n_routed_inputs;
+  if (s->n_routed > 0) {
+    s->item_skip = g_new0 (guint8, MAX ((gsize) s->n_frames * s->n_item, 1));
+    s->skipped_frames = g_new0 (guint, MAX (s->n_item, 1));
+  }
   r->joins[idx] = s;
   return s;
 }
@@ -146,6 +158,8 @@ merge_request_inputs (JoinSlot *s, guint frame_rows, gboolean compact)
   SedpFrame *plain[s->n_req], *items[s->n_req];
   guint n_plain = 0, n_items = 0;
   for (guint k = 0; k < s->n_req; k++) {
+    if (s->req_frames[k] == NULL)
+      continue; /* skipped: its branch was not taken */
     if (sedp_frame_get_kind (s->req_frames[k]) == FRAME_KIND_ITEMS)
       items[n_items++] = s->req_frames[k];
     else
@@ -191,10 +205,39 @@ emit (GPtrArray **out, SedpRequest *r, int frame_index, SedpFrame *frame)
 }
 
 /* Item-scope stage: frame @j is complete; builds its event (a tombstone when no row is left). */
+/* A skip event, for a stage none of whose routed inputs was taken. */
+static void
+emit_skip (GPtrArray **out, SedpRequest *r, int frame_index)
+{
+  emit (out, r, frame_index, NULL);
+  SedpEvent *ev = (*out)->pdata[(*out)->len - 1];
+  ev->skip = TRUE;
+}
+
+/* Whether every routed input of frame @j (G_MAXUINT: of the gathered request) was skipped. */
+static gboolean
+all_routed_skipped (const JoinSlot *s, guint j)
+{
+  if (s->n_routed == 0)
+    return FALSE;
+  guint skipped = s->req_skipped;
+  for (guint k = 0; k < s->n_item; k++)
+    skipped += j == G_MAXUINT ? s->skipped_frames[k] == s->n_frames
+                              : s->item_skip[(gsize) j * s->n_item + k];
+  return skipped == s->n_routed;
+}
+
 static void
 emit_item (GPtrArray **out, SedpRequest *r, JoinSlot *s, guint j)
 {
   s->emitted[j] = 1;
+  if (all_routed_skipped (s, j)) {
+    SedpFrame **row = s->items + (gsize) j * s->n_item;
+    for (guint k = 0; k < s->n_item; k++)
+      g_clear_pointer (&row[k], sedp_frame_unref);
+    emit_skip (out, r, (int) j);
+    return;
+  }
   SedpFrame *parts[s->n_item + 1];
   guint n_parts = 0;
   gboolean dead = FALSE;
@@ -207,8 +250,8 @@ emit_item (GPtrArray **out, SedpRequest *r, JoinSlot *s, guint j)
   for (guint k = 0; k < s->n_item; k++) {
     if (row[k])
       parts[n_parts++] = row[k];
-    else
-      dead = TRUE;
+    else if (!s->item_skip || !s->item_skip[(gsize) j * s->n_item + k])
+      dead = TRUE; /* a tombstone (a skipped input is merely absent) */
     row[k] = NULL;
   }
   SedpFrame *frame = NULL;
@@ -225,17 +268,42 @@ emit_item (GPtrArray **out, SedpRequest *r, JoinSlot *s, guint j)
   emit (out, r, (int) j, frame);
 }
 
-/* Request-scope stage: all inputs are in; gathers item frames and adds request columns. */
-static void
-emit_gathered (GPtrArray **out, SedpRequest *r, JoinSlot *s)
+/* The item frames of frame @j of every input merged (NULL: a tombstone among them, or nothing). */
+static SedpFrame *
+gather_frame (JoinSlot *s, guint j)
 {
   SedpFrame *parts[s->n_item + 1];
   guint n_parts = 0;
   for (guint k = 0; k < s->n_item; k++) {
-    g_autoptr (GPtrArray) live = g_ptr_array_new ();
-    for (guint j = 0; j < s->n_frames; j++)
-      if (s->items[(gsize) j * s->n_item + k])
-        g_ptr_array_add (live, s->items[(gsize) j * s->n_item + k]);
+    SedpFrame *f = s->items[(gsize) j * s->n_item + k];
+    if (f)
+      parts[n_parts++] = f;
+    else if (!s->item_skip || !s->item_skip[(gsize) j * s->n_item + k])
+      return NULL; /* a tombstone: the frame's items were reported by the branch that lost them */
+  }
+  if (n_parts == 0)
+    return NULL;
+  return n_parts == 1 ? sedp_frame_ref (parts[0]) : merge_item_frames (parts, n_parts);
+}
+
+/* Request-scope stage: all inputs are in; gathers item frames (each frame's inputs merged, the
+ * frames concatenated in item order) and adds request columns. */
+static void
+emit_gathered (GPtrArray **out, SedpRequest *r, JoinSlot *s)
+{
+  if (all_routed_skipped (s, G_MAXUINT)) {
+    emit_skip (out, r, SEDP_FRAME_INDEX_REQUEST);
+    return;
+  }
+  SedpFrame *parts[2];
+  guint n_parts = 0;
+  if (s->n_item > 0) {
+    g_autoptr (GPtrArray) live = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_frame_unref);
+    for (guint j = 0; j < s->n_frames; j++) {
+      SedpFrame *f = gather_frame (s, j);
+      if (f)
+        g_ptr_array_add (live, f);
+    }
     parts[n_parts++] = sedp_frame_concat ((SedpFrame *const *) live->pdata, live->len);
   }
   if (s->gathered)
@@ -272,6 +340,7 @@ sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *ev)
 
   if (!from_item) {
     s->req_frames[pos] = g_steal_pointer (&ev->frame);
+    s->req_skipped += ev->skip;
     if (++s->req_arrived == s->n_req) {
       merge_request_inputs (s, p->frame_rows, stage->compact_scatter);
       if (to_item) {
@@ -288,6 +357,10 @@ sedp_join_accept (SedpPipeline *p, Stage *stage, SedpEvent *ev)
     guint j = (guint) ev->frame_index;
     if (j < s->n_frames) {
       s->items[(gsize) j * s->n_item + pos] = g_steal_pointer (&ev->frame);
+      if (ev->skip) {
+        s->item_skip[(gsize) j * s->n_item + pos] = 1;
+        s->skipped_frames[pos]++;
+      }
       s->item_arrived[j]++;
       s->gathered_events++;
       gboolean req_ready = s->req_arrived == s->n_req;

@@ -252,6 +252,17 @@ compare_gauge (gconstpointer a, gconstpointer b)
 }
 
 /* Every gauge, one family per name, one sample per stage. */
+/* The labels of a metric registered for @stage: `stage="S"`, or for "S/B" (a router's branch,
+ * core/runtime/route.c) `stage="S",branch="B"`. Stage and branch names need no escaping. */
+static char *
+stage_labels (const char *stage)
+{
+  const char *slash = strchr (stage, '/');
+  if (slash == NULL)
+    return g_strdup_printf ("stage=\"%s\"", stage);
+  return g_strdup_printf ("stage=\"%.*s\",branch=\"%s\"", (int) (slash - stage), stage, slash + 1);
+}
+
 static void
 write_gauges (SedpMetrics *m, GString *out)
 {
@@ -269,7 +280,8 @@ write_gauges (SedpMetrics *m, GString *out)
       g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s gauge\n", g->name, g->help,
                               g->name);
     }
-    g_string_append_printf (out, "sedp_%s{stage=\"%s\"} %g\n", g->name, g->stage, g->read (g->data));
+    g_autofree char *lb = stage_labels (g->stage);
+    g_string_append_printf (out, "sedp_%s{%s} %g\n", g->name, lb, g->read (g->data));
   }
 }
 
@@ -303,8 +315,9 @@ sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
       g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s counter\n", c->name,
                               c->help, c->name);
     }
-    g_string_append_printf (out, "sedp_%s{stage=\"%s\"} %" G_GUINT64_FORMAT "\n", c->name,
-                            c->stage, sedp_counter_get (c));
+    g_autofree char *lb = stage_labels (c->stage);
+    g_string_append_printf (out, "sedp_%s{%s} %" G_GUINT64_FORMAT "\n", c->name, lb,
+                            sedp_counter_get (c));
   }
   family = NULL;
   for (guint i = 0; i < histograms->len; i++) {
@@ -315,17 +328,18 @@ sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
                               h->help, h->name);
     }
     guint64 cum = 0;
+    g_autofree char *lb = stage_labels (h->stage);
     for (guint b = 0; b <= h->n_bounds; b++) {
       cum += __atomic_load_n (&h->buckets[b], __ATOMIC_RELAXED);
       if (b < h->n_bounds)
-        g_string_append_printf (out, "sedp_%s_bucket{stage=\"%s\",le=\"%g\"} %" G_GUINT64_FORMAT "\n",
-                                h->name, h->stage, h->bounds[b], cum);
+        g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+                                h->name, lb, h->bounds[b], cum);
       else
-        g_string_append_printf (out, "sedp_%s_bucket{stage=\"%s\",le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
-                                h->name, h->stage, cum);
+        g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                                h->name, lb, cum);
     }
-    g_string_append_printf (out, "sedp_%s_sum{stage=\"%s\"} %g\nsedp_%s_count{stage=\"%s\"} %" G_GUINT64_FORMAT "\n",
-                            h->name, h->stage, histogram_sum (h), h->name, h->stage,
+    g_string_append_printf (out, "sedp_%s_sum{%s} %g\nsedp_%s_count{%s} %" G_GUINT64_FORMAT "\n",
+                            h->name, lb, histogram_sum (h), h->name, lb,
                             sedp_histogram_get_count (h));
   }
   write_gauges (m, out);

@@ -45,14 +45,22 @@ void
 sedp_runtime_deliver (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *ev)
 {
   if (stage->direct) {
-    sedp_runtime_enqueue (p, x, stage, ev);
+    if (ev->skip)
+      sedp_route_pass_skip (p, x, stage, ev);
+    else
+      sedp_runtime_enqueue (p, x, stage, ev);
     return;
   }
   GPtrArray *ready = sedp_join_accept (p, stage, ev);
   if (ready == NULL)
     return;
-  for (guint i = 0; i < ready->len; i++)
-    sedp_runtime_enqueue (p, x, stage, ready->pdata[i]);
+  for (guint i = 0; i < ready->len; i++) {
+    SedpEvent *one = ready->pdata[i];
+    if (one->skip)
+      sedp_route_pass_skip (p, x, stage, one);
+    else
+      sedp_runtime_enqueue (p, x, stage, one);
+  }
   g_ptr_array_unref (ready);
 }
 
@@ -67,6 +75,10 @@ forward (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
     ev->frame = NULL;
     sedp_request_collect (ev->request, f);
     sedp_event_free (ev);
+    return;
+  }
+  if (s->n_branches > 0 && ev->frame) {
+    sedp_route_forward (p, s, ev, x);
     return;
   }
   for (guint k = 0; k < node->n_outputs; k++) {
@@ -487,6 +499,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                            "Duration of one process call (microseconds)",
                                            latency_bounds_us, G_N_ELEMENTS (latency_bounds_us));
     sedp_load_init_stage (p, s);
+    sedp_route_init_stage (p, s);
   }
   sedp_load_register_gauges (p);
 
@@ -705,6 +718,7 @@ sedp_pipeline_free (SedpPipeline *p)
     g_free (s->drop);
     g_free (s->ctx.name);
     sedp_load_clear_stage (s);
+    sedp_route_clear_stage (s);
   }
   sedp_channel_free (p->entry);
   g_free (p->sync_threads);

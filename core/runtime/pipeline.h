@@ -115,6 +115,9 @@ SEDP_API const SedpFrame *sedp_result_get_item_frame (const SedpResult *result, 
                                                       guint *row);
 /* The request-scope frame a request-scope sink produced (borrowed), or NULL. */
 SEDP_API const SedpFrame *sedp_result_get_request_frame (const SedpResult *result);
+/* The branches the request took at request-scope routers, as "STAGE:BRANCH" in the order it
+ * took them (docs/routing.md); a NULL-terminated array owned by the result, empty without any. */
+SEDP_API const char *const *sedp_result_get_routes (const SedpResult *result);
 /* Microseconds from the request's start (sedp_request_set_start(), else submission) to completion. */
 SEDP_API gint64 sedp_result_get_latency_us (const SedpResult *result);
 

@@ -106,6 +106,8 @@ sedp_request_unref (SedpRequest *r)
   }
   if (res->frames)
     g_ptr_array_unref (res->frames);
+  if (res->routes)
+    g_ptr_array_unref (res->routes);
   g_free (res->item_frame);
   g_free (res->item_row);
   if (res->request_frame)
@@ -435,6 +437,22 @@ sedp_request_record_frame (SedpRequest *r, const SedpFrame *frame, SedpItemStatu
 }
 
 /* Overall status from the item statuses (called with the lock held). */
+/* Every sink has seen each frame or its skip and an item is still pending: the branches its
+ * request took reached no sink on its path (docs/routing.md). Under the request's lock. */
+static void
+drop_unrouted (SedpRequest *r)
+{
+  SedpResult *res = &r->result;
+  for (guint i = 0; i < res->n_items; i++)
+    if (res->item_status[i] == SEDP_ITEM_PENDING) {
+      res->item_status[i] = SEDP_ITEM_DROPPED;
+      if (res->item_message == NULL)
+        res->item_message = g_new0 (char *, res->n_items);
+      g_free (res->item_message[i]);
+      res->item_message[i] = g_strdup ("no branch it took reached a sink");
+    }
+}
+
 static SedpStatus
 status_from_items (SedpRequest *r, char **message)
 {
@@ -464,6 +482,9 @@ finish (SedpRequest *r, SedpStatus status, char *message)
   res->status = status;
   res->message = message;
   res->latency_us = g_get_monotonic_time () - r->started_at;
+  sedp_route_release (r, res->latency_us);
+  if (res->routes)
+    g_ptr_array_add (res->routes, NULL);
   guint finished = 0; /* scored or cached: the work the pipeline did */
   for (guint i = 0; i < res->n_items && res->item_status; i++)
     finished += res->item_status[i] == SEDP_ITEM_SCORED || res->item_status[i] == SEDP_ITEM_CACHED;
@@ -545,10 +566,21 @@ sedp_request_collect (SedpRequest *r, SedpFrame *frame)
     r->pending--;
   if (r->pending == 0) {
     g_atomic_int_set (&r->done, 1);
+    drop_unrouted (r);
     char *msg = NULL;
     SedpStatus st = status_from_items (r, &msg);
     finish (r, st, msg);
     return;
   }
   g_mutex_unlock (&r->lock);
+}
+
+const char *const *
+sedp_result_get_routes (const SedpResult *res)
+{
+  g_return_val_if_fail (res != NULL, NULL);
+  static const char *const none[] = {NULL};
+  if (res->routes == NULL)
+    return none;
+  return (const char *const *) res->routes->pdata; /* NULL-terminated by finish() */
 }

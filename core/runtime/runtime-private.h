@@ -4,6 +4,7 @@
 #include "window.h"
 
 #include "channel.h"
+#include "../graph/stage-context.h"
 #include "frame-private.h"
 #include "pipeline.h"
 
@@ -11,6 +12,7 @@ typedef struct _Stage Stage;
 typedef struct _JoinSlot JoinSlot;
 typedef struct _SyncExec SyncExec;
 typedef struct _LoadCache LoadCache;
+typedef struct _BranchState BranchState;
 
 /* Frame kinds: a request frame (one row for the request) or a frame of item rows. */
 enum { FRAME_KIND_REQUEST = 0, FRAME_KIND_ITEMS = 1 };
@@ -26,6 +28,7 @@ struct _SedpResult {
   guint *item_row;
   SedpFrame *request_frame;
   gint64 latency_us;
+  GPtrArray *routes;       /* (nullable) "STAGE:BRANCH" taken at request-scope routers (interned) */
 };
 
 struct _SedpRequest {
@@ -55,6 +58,7 @@ struct _SedpRequest {
   JoinSlot **joins;            /* per stage, lazily */
   SedpResult result;
   gint heap_pos;               /* position in the deadline heap, -1 when not there */
+  GPtrArray *holds;            /* (nullable) BranchState*: the branches it was admitted to */
 };
 
 struct _SedpEvent {
@@ -70,14 +74,6 @@ struct _SedpEvent {
   gboolean skip;               /* a branch not taken: no frame, carried without a queue */
 };
 
-struct _SedpStageContext {
-  char *name;
-  SedpScope scope;
-  guint parallelism;
-  guint batch;
-  const SedpOptionValues *options;
-  SedpMetrics *metrics;
-};
 
 struct _Stage {
   SedpPipeline *pipeline;
@@ -109,6 +105,8 @@ struct _Stage {
   SedpLatencyWindow *busy_us;   /* microseconds spent in process (a count, likewise) */
   guint8 *downstream;          /* per node: 1 when it comes after this stage */
   LoadCache *load;             /* the last load snapshot read by this stage */
+  BranchState *branches;       /* a router's branches (route.c), n_branches of them */
+  guint n_branches;
 };
 
 typedef struct _DeadlineQueue DeadlineQueue;
@@ -155,6 +153,18 @@ void sedp_load_clear_stage (Stage *s);
 void sedp_load_register_gauges (SedpPipeline *p);
 guint sedp_load_queued (const Stage *s);
 guint sedp_load_capacity (const Stage *s);
+
+/* Routing (route.c, docs/routing.md). */
+void sedp_route_init_stage (SedpPipeline *p, Stage *s);
+void sedp_route_clear_stage (Stage *s);
+/* A router's live event leaves it: down the branches it took, skips down the others; a
+ * request-scope router first admits the request to its branches (FALSE: a quota refused it,
+ * the request completed OVERLOADED). Takes ownership of @event. */
+gboolean sedp_route_forward (SedpPipeline *p, Stage *s, SedpEvent *event, SyncExec *x);
+/* A skip that @stage does not take: its outputs get skips, a sink counts it. Takes @event. */
+void sedp_route_pass_skip (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *event);
+/* At completion: the request leaves the branches it held (in flight, latency per branch). */
+void sedp_route_release (SedpRequest *r, gint64 latency_us);
 
 /* Per-request join state of one stage (join.c). */
 void sedp_join_slot_free (JoinSlot *slot);

@@ -287,8 +287,9 @@ SEDP_API guint64 sedp_event_get_routes (const SedpEvent *event);
  * @stats: (nullable): reports instantaneous values (cache size, model version) (optional).
  * @branches: (nullable): makes the stage a *router* (docs/routing.md): returns the names of its
  *   branches (a new %NULL-terminated array the caller frees; names `[a-z0-9_]`, 1–64
- *   characters, distinct, at most 64), computed from the validated options of @ctx alone, or
- *   %NULL with @error (an error in an option, naming it). Called once per stage before `create`,
+ *   characters, distinct, at most 64), computed from the validated options of @ctx alone;
+ *   %NULL without @error when this configuration of the plugin routes nothing (the stage is then
+ *   not a router), or %NULL with @error (an error in an option, naming it). Called once per stage before `create`,
  *   by `sedp check` too, from one thread: it must not open files or servers. Stages take a branch
  *   with `after = STAGE:BRANCH`; `process` routes each event with sedp_event_route(). Since ABI
  *   1.2.

@@ -8,7 +8,9 @@
  * (make_items: the payload is the item count in decimal), and pass request-scope data on
  * (set_data) or check it (check_data), and write the load it read (load: <tag>_inflight,
  * <tag>_items_inflight, <tag>_downstream_p99_us, <tag>_downstream_capacity, <tag>_entry_capacity,
- * <tag>_remaining_us). */
+ * <tag>_remaining_us). With `branches` it is a router (docs/routing.md): `route = id` routes each
+ * event to the branches named after the last ':' of its request id, '+'-separated ("r7:a+b";
+ * "r7:" routes nowhere); `route = frame` routes item frame J to branch J mod the branch count. */
 #include <sedp/sedp.h>
 
 #include <stdlib.h>
@@ -21,6 +23,8 @@ typedef struct {
   gboolean set_data;
   gboolean check_data;
   gboolean load;
+  char **branches;
+  gboolean route_frame;
   SedpStageContext *ctx;
 } Stamp;
 
@@ -41,6 +45,9 @@ stamp_create (SedpStageContext *ctx, GError **error)
   s->set_data = sedp_stage_context_get_bool (ctx, "set_data");
   s->check_data = sedp_stage_context_get_bool (ctx, "check_data");
   s->load = sedp_stage_context_get_bool (ctx, "load");
+  const char *const *branches = sedp_stage_context_get_strv (ctx, "branches");
+  s->branches = branches && branches[0] ? g_strdupv ((char **) branches) : NULL;
+  s->route_frame = g_strcmp0 (sedp_stage_context_get_string (ctx, "route"), "frame") == 0;
   s->ctx = ctx;
   return s;
 }
@@ -78,6 +85,29 @@ stamp_load (Stamp *s, SedpFrame *f, SedpRequest *req)
                         "entry_capacity", "remaining_us"};
   for (guint k = 0; k < G_N_ELEMENTS (v); k++)
     stamp_column (f, s->tag, what[k], v_const, &v[k]);
+}
+
+static char **
+stamp_branches (const SedpStageContext *ctx, GError **error)
+{
+  const char *const *branches = sedp_stage_context_get_strv (ctx, "branches");
+  return branches && branches[0] ? g_strdupv ((char **) branches) : NULL;
+}
+
+static void
+stamp_route (Stamp *s, SedpEvent *ev, const char *rid)
+{
+  guint n = g_strv_length (s->branches);
+  if (s->route_frame) {
+    sedp_event_route (ev, (guint) MAX (sedp_event_get_frame_index (ev), 0) % n);
+    return;
+  }
+  const char *colon = strrchr (rid, ':');
+  g_auto (GStrv) names = g_strsplit (colon ? colon + 1 : "", "+", -1);
+  for (guint k = 0; names[k]; k++)
+    for (guint b = 0; b < n; b++)
+      if (strcmp (names[k], s->branches[b]) == 0)
+        sedp_event_route (ev, b);
 }
 
 static gboolean
@@ -124,6 +154,8 @@ stamp_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
     stamp_column (f, s->tag, "rows", v_const, &rows);
     if (s->load)
       stamp_load (s, f, req);
+    if (s->branches)
+      stamp_route (s, ev, rid);
   }
   return TRUE;
 }
@@ -133,6 +165,7 @@ stamp_destroy (gpointer instance)
 {
   Stamp *s = instance;
   g_free (s->tag);
+  g_strfreev (s->branches);
   g_free (s);
 }
 
@@ -143,9 +176,12 @@ static const SedpOptionSpec stamp_options[] = {
   SEDP_OPTION_BOOL_SPEC ("set_data", "false", "Attach the request id as request data"),
   SEDP_OPTION_BOOL_SPEC ("check_data", "false", "Fail events whose request data is not their id"),
   SEDP_OPTION_BOOL_SPEC ("load", "false", "Write the load snapshot read in process"),
+  SEDP_OPTION_LIST_SPEC ("branches", NULL, "A router's branches (none: not a router)"),
+  SEDP_OPTION_ENUM_SPEC ("route", "id", "id|frame", "Route by the request id's suffix or by frame"),
   SEDP_OPTION_END,
 };
 
 SEDP_STAGE_DEFINE (.name = "stamp", .version = "1.0", .description = "Test stage that stamps rows",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = stamp_options,
-                   .create = stamp_create, .process = stamp_process, .destroy = stamp_destroy);
+                   .create = stamp_create, .process = stamp_process, .destroy = stamp_destroy,
+                   .branches = stamp_branches);
