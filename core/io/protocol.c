@@ -644,6 +644,15 @@ response_json (const Sedp__Serving__PredictResponse *resp)
   g_string_append_c (out, ']');
   if (resp->shed_items)
     g_string_append_printf (out, ",\"shed_items\":%u", resp->shed_items);
+  if (resp->n_routes) {
+    g_string_append (out, ",\"routes\":[");
+    for (gsize k = 0; k < resp->n_routes; k++) {
+      if (k)
+        g_string_append_c (out, ',');
+      json_string (out, resp->routes[k]);
+    }
+    g_string_append_c (out, ']');
+  }
   if (resp->n_top_k) {
     g_string_append (out, ",\"top_k\":[");
     for (gsize k = 0; k < resp->n_top_k; k++)
@@ -667,6 +676,9 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   resp.message = (char *) (sedp_result_get_message (res) ? sedp_result_get_message (res) : "");
   resp.status = response_status (sedp_result_get_status (res), sedp_result_get_message (res));
   resp.model_version = (char *) (model_version ? model_version : "");
+  const char *const *routes = sedp_result_get_routes (res);
+  resp.n_routes = g_strv_length ((char **) routes);
+  resp.routes = (char **) routes;
   g_autofree Sedp__Serving__ItemResult *items = g_new0 (Sedp__Serving__ItemResult, MAX (n, 1));
   g_autofree Sedp__Serving__ItemResult **item_ptrs = g_new0 (Sedp__Serving__ItemResult *, MAX (n, 1));
   g_autoptr (GArray) scores = g_array_new (FALSE, FALSE, sizeof (float));

@@ -447,6 +447,14 @@ sedp_result_write_json (SedpRequest *request, const char *const *outputs, GStrin
     }
     json_builder_end_object (b);
   }
+  const char *const *routes = sedp_result_get_routes (res);
+  if (routes[0]) {
+    json_builder_set_member_name (b, "routes");
+    json_builder_begin_array (b);
+    for (guint k = 0; routes[k]; k++)
+      json_builder_add_string_value (b, routes[k]);
+    json_builder_end_array (b);
+  }
   guint shed = sedp_result_get_n_shed (res);
   if (shed) {
     json_builder_set_member_name (b, "shed_items");
