@@ -443,6 +443,8 @@ static void
 drop_unrouted (SedpRequest *r)
 {
   SedpResult *res = &r->result;
+  if (!r->skipped)
+    return; /* items of a pipeline without item-scope sinks stay pending, as ever */
   for (guint i = 0; i < res->n_items; i++)
     if (res->item_status[i] == SEDP_ITEM_PENDING) {
       res->item_status[i] = SEDP_ITEM_DROPPED;

@@ -182,8 +182,12 @@ void
 sedp_route_pass_skip (SedpPipeline *p, SyncExec *x, Stage *stage, SedpEvent *ev)
 {
   const SedpGraphNode *node = stage->node;
-  if (stage->is_sink)
+  if (stage->is_sink) {
+    g_mutex_lock (&ev->request->lock);
+    ev->request->skipped = TRUE;
+    g_mutex_unlock (&ev->request->lock);
     sedp_request_collect (ev->request, NULL);
+  }
   for (guint k = 0; k < node->n_outputs; k++)
     sedp_runtime_deliver (p, x, &p->stages[node->outputs[k]],
                           skip_event (ev->request, ev->frame_index, node->output_slots[k]));

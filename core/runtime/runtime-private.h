@@ -59,6 +59,7 @@ struct _SedpRequest {
   SedpResult result;
   gint heap_pos;               /* position in the deadline heap, -1 when not there */
   GPtrArray *holds;            /* (nullable) BranchState*: the branches it was admitted to */
+  gboolean skipped;            /* a skip reached a sink: items may have reached none */
 };
 
 struct _SedpEvent {
