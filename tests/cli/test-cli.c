@@ -240,10 +240,10 @@ test_inspect_list (void)
   SEDP_ASSERT_EXIT (r, 0);
   CU_ASSERT_STRING_EQUAL (r.err, "");
   g_auto (GStrv) lines = g_strsplit (r.out, "\n", -1);
-  const char *const names[] = {"cube_accessor",     "data_reader",     "fault_injector",
-                               "feature_processor", "model_inference", "passthrough",
-                               "query_cache",       "responder",       "shedder",
-                               "synthetic_work"};
+  const char *const names[] = {"ab_router",         "cube_accessor",   "data_reader",
+                               "fault_injector",    "feature_processor", "model_inference",
+                               "passthrough",       "query_cache",     "responder",
+                               "shedder",           "synthetic_work"};
   const guint n = G_N_ELEMENTS (names);
   CU_ASSERT_FATAL (g_strv_length (lines) >= n + 2);
   for (guint i = 0; i < G_N_ELEMENTS (names); i++) {
@@ -267,7 +267,7 @@ test_inspect_warns_about_broken_modules (void)
   g_auto (SedpTestRun) r;
   spawn_sedp_on (&r, path, "inspect", NULL);
   SEDP_ASSERT_EXIT (r, 0);
-  SEDP_ASSERT_CONTAINS (r.out, "10 plugins on ");
+  SEDP_ASSERT_CONTAINS (r.out, "11 plugins on ");
   g_autofree char *warning = g_strdup_printf ("warning: %s: not a plugin", module);
   SEDP_ASSERT_CONTAINS (r.err, warning);
   CU_ASSERT_EQUAL (count_lines (r.err), 1);

@@ -132,7 +132,7 @@ test_not_a_module (void)
     CU_ASSERT_PTR_NULL (error);
     CU_ASSERT_PTR_NOT_NULL (info);
     g_autoptr (GPtrArray) list = sedp_registry_list (reg);
-    CU_ASSERT_EQUAL (list->len, 10);
+    CU_ASSERT_EQUAL (list->len, 11);
   }
   g_unlink (garbage);
   g_unlink (libjunk);
@@ -304,7 +304,7 @@ test_path_lookup_does_not_extend_search_path (void)
   CU_ASSERT (error && error->domain == SEDP_LOADER_ERROR &&
              error->code == SEDP_LOADER_ERROR_NOT_FOUND);
   g_autoptr (GPtrArray) list = sedp_registry_list (reg);
-  CU_ASSERT_EQUAL (list->len, 10);
+  CU_ASSERT_EQUAL (list->len, 11);
 }
 
 static gboolean
@@ -408,7 +408,7 @@ test_list_sorted_unique (void)
   g_autoptr (SedpRegistry) reg =
       registry_on ("shadow2", "@plugins", "notaplugin", "shadow1", "abi", "invalid", NULL);
   g_autoptr (GPtrArray) list = sedp_registry_list (reg);
-  const char *const expected[] = {"cube_accessor",   "data_reader", "fault_injector",
+  const char *const expected[] = {"ab_router",       "cube_accessor", "data_reader", "fault_injector",
                                   "feature_processor", "model_inference", "passthrough",
                                   "query_cache",     "responder",   "shadow",
                                   "shedder",         "synthetic_work"};
