@@ -343,6 +343,51 @@ setup_outputs (ModelInference *mi, SedpStageContext *ctx, GError **error)
   return TRUE;
 }
 
+/* Appends the column of `outputs` item @item to @cols (and its model output to @names), or
+ * fails naming the item when it is malformed or writes a column an earlier item writes. */
+static gboolean
+declare_output (const char *item, GPtrArray *names, GPtrArray *cols, GError **error)
+{
+  g_autofree char *name = NULL, *column = NULL;
+  if (!split_mapping (item, &name, &column)) {
+    g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
+                 "outputs: '%s' is not MODEL_OUTPUT=COLUMN", item);
+    return FALSE;
+  }
+  guint at;
+  if (g_ptr_array_find_with_equal_func (cols, column, g_str_equal, &at)) {
+    g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
+                 "outputs: model outputs '%s' and '%s' both write column '%s'",
+                 (char *) names->pdata[at], name, column);
+    return FALSE;
+  }
+  g_ptr_array_add (names, g_steal_pointer (&name));
+  g_ptr_array_add (cols, g_steal_pointer (&column));
+  return TRUE;
+}
+
+/* `writes` (for sedp check): the columns the `outputs` option names — COLUMN of each
+ * MODEL_OUTPUT=COLUMN, MODEL_OUTPUT of an item without '='. %NULL without an error when
+ * `outputs` is not set: the model's outputs are known only once it is loaded. Opens nothing;
+ * called from one thread. */
+static char **
+mi_writes (const SedpStageContext *ctx, GError **error)
+{
+  const char *const *map = sedp_stage_context_get_strv (ctx, "outputs");
+  if (map == NULL || map[0] == NULL)
+    return NULL;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  GPtrArray *cols = g_ptr_array_new_with_free_func (g_free);
+  for (guint k = 0; map[k]; k++)
+    if (!declare_output (map[k], names, cols, error)) {
+      g_ptr_array_unref (cols);
+      return NULL;
+    }
+  g_ptr_array_set_free_func (cols, NULL);
+  g_ptr_array_add (cols, NULL);
+  return (char **) g_ptr_array_free (cols, FALSE);
+}
+
 /* Checks what can only be known from a compiled plan: every mapped output has the batch first,
  * and its width. */
 static gboolean
@@ -935,4 +980,4 @@ SEDP_STAGE_DEFINE (.name = "model_inference", .version = SEDP_VERSION,
                                   "OpenBLAS): columns in, float32 score columns out",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = mi_options,
                    .create = mi_create, .process = mi_process, .destroy = mi_destroy,
-                   .stats = mi_stats);
+                   .stats = mi_stats, .writes = mi_writes);

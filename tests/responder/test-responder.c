@@ -2,7 +2,12 @@
  * (synthetic_work output=score) → responder; every item answered with a rank and a top_k mark
  * equal to a sort done here (descending and ascending, option top_k and 0 = all); the client's
  * top_k from a data_reader JSON payload overriding the option; NaN scores ranked last; two heads
- * ranked by the first score column; a missing score column failing the request, named. */
+ * ranked by the first score column; a missing score column failing the request, named.
+ * `combine` (test-formula.c checks the formulas themselves): the column it writes on every item
+ * (indexed heads, a broadcast request column), ranked by when score_columns names it, NaN heads
+ * ranked last, a missing or too narrow head failing the request named, formula errors stopping
+ * the pipeline. `keep`: the best N items answered with rank and top_k, the others dropped; and a
+ * two-phase pipeline (a responder with keep before a second model stage and responder). */
 #include "runtime-helpers.h"
 
 #include <math.h>
@@ -148,13 +153,10 @@ test_client_top_k (void)
   sedp_pipeline_free (p);
 }
 
-/* Items submitted with their scores: @heads values per item, NaN every third item. */
-static SedpRequest *
-scored_request (const char *id, guint n, guint heads, gboolean with_score)
+/* Items with their scores: @heads values per item, NaN every third item; cvr = the index. */
+static SedpFrame *
+scored_items (guint n, guint heads, gboolean with_score)
 {
-  SedpRequest *r = sedp_request_new (id, 0);
-  SedpFrame *user = sedp_frame_new (1);
-  sedp_column_int64_data (sedp_frame_add_column (user, "user_id", SEDP_COLUMN_INT64, 1))[0] = 1;
   SedpFrame *items = sedp_frame_new (n);
   gint64 *ids = sedp_column_int64_data (sedp_frame_add_column (items, "item_id", SEDP_COLUMN_INT64, 1));
   float *s = with_score ? sedp_column_float32_data (
@@ -171,8 +173,29 @@ scored_request (const char *id, guint n, guint heads, gboolean with_score)
     if (i % 3 == 1)
       s[i * heads] = NAN;
   }
-  sedp_request_set_frames (r, user, items);
+  return items;
+}
+
+/* A request of user 1 with scored_items(); the user frame has a float32 `boost` when @boost is
+ * not NaN. */
+static SedpRequest *
+scored_request_boost (const char *id, guint n, guint heads, gboolean with_score, float boost)
+{
+  SedpRequest *r = sedp_request_new (id, 0);
+  SedpFrame *user = sedp_frame_new (1);
+  sedp_column_int64_data (sedp_frame_add_column (user, "user_id", SEDP_COLUMN_INT64, 1))[0] = 1;
+  if (!isnan (boost)) {
+    SedpColumn *b = sedp_frame_add_column (user, "boost", SEDP_COLUMN_FLOAT32, 1);
+    sedp_column_float32_data (b)[0] = boost;
+  }
+  sedp_request_set_frames (r, user, scored_items (n, heads, with_score));
   return r;
+}
+
+static SedpRequest *
+scored_request (const char *id, guint n, guint heads, gboolean with_score)
+{
+  return scored_request_boost (id, n, heads, with_score, NAN);
 }
 
 static SedpRequest *
@@ -242,6 +265,211 @@ test_missing_score (void)
   sedp_request_unref (r);
 }
 
+/* The float value of column @name at @row (row 0 for broadcast columns); NaN when missing. */
+static float
+float_at (const SedpFrame *f, const char *name, guint row)
+{
+  const SedpColumn *c = sedp_frame_get_column (f, name);
+  if (c == NULL || sedp_column_get_column_type (c) != SEDP_COLUMN_FLOAT32)
+    return NAN;
+  guint w = sedp_column_get_width (c);
+  return sedp_column_get_float32 (c)[(sedp_column_is_broadcast (c) ? 0 : row) * w];
+}
+
+/* Checks that item i of @r has @col equal to @want[i] (NaN equal to NaN); returns mismatches. */
+static guint
+check_values (SedpRequest *r, const char *col, const float *want)
+{
+  const SedpResult *res = sedp_request_get_result (r);
+  guint bad = 0;
+  for (guint i = 0; i < sedp_result_get_n_items (res); i++) {
+    guint row = 0;
+    const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+    float got = f ? float_at (f, col, row) : NAN;
+    if (isnan (want[i]) ? !isnan (got) : got != want[i]) {
+      fprintf (stderr, "\n  %s item %u: %s = %g, want %g\n", sedp_request_get_id (r), i, col,
+               (double) got, (double) want[i]);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* `combine` over an indexed head and a second column, ranked by its output. */
+static void
+test_combine (void)
+{
+  SedpRequest *r = run_scored ("combine = blend = score[1] * 2 + cvr\nscore_columns = blend\n"
+                               "top_k = 4\n", scored_request ("c1", 9, 2, TRUE));
+  CU_ASSERT_EQUAL (check_ranks (r, "blend", "", FALSE, 4, 9), 0);
+  float want[9];
+  for (guint i = 0; i < 9; i++)
+    want[i] = (1.0f - (float) i) * 2.0f + (float) i;
+  CU_ASSERT_EQUAL (check_values (r, "blend", want), 0);
+  sedp_request_unref (r);
+}
+
+/* The output named `score` ranks with the default score_columns; a NaN head ranks last. */
+static void
+test_combine_score (void)
+{
+  SedpRequest *r = run_scored ("combine = score = -cvr\n", scored_request ("c2", 7, 1, FALSE));
+  CU_ASSERT_EQUAL (check_ranks (r, "score", "", FALSE, 0, 7), 0);
+  sedp_request_unref (r);
+  r = run_scored ("combine = blend = score * 2\nscore_columns = blend\norder = asc\n",
+                  scored_request ("c3", 10, 1, TRUE));
+  CU_ASSERT_EQUAL (check_ranks (r, "blend", "", TRUE, 0, 10), 0);
+  const SedpResult *res = sedp_request_get_result (r);
+  guint row;
+  const SedpFrame *f = sedp_result_get_item_frame (res, 1, &row); /* score NaN */
+  CU_ASSERT (isnan (float_at (f, "blend", row)));
+  CU_ASSERT (int_at (f, "rank", row) >= 10 - 3);
+  sedp_request_unref (r);
+}
+
+/* A float32 column of the request frame reaches the responder broadcast into the items. */
+static void
+test_combine_broadcast (void)
+{
+  SedpRequest *r = scored_request_boost ("c4", 6, 1, TRUE, 0.5f);
+  run_scored ("combine = blend = cvr * boost - boost\nscore_columns = blend\n", r);
+  CU_ASSERT_EQUAL (check_ranks (r, "blend", "", FALSE, 0, 6), 0);
+  float want[6];
+  for (guint i = 0; i < 6; i++)
+    want[i] = (float) i * 0.5f - 0.5f;
+  CU_ASSERT_EQUAL (check_values (r, "blend", want), 0);
+  sedp_request_unref (r);
+}
+
+/* The request's message, or its first item's when it has none. */
+static const char *
+failure_message (SedpRequest *r)
+{
+  const SedpResult *res = sedp_request_get_result (r);
+  const char *m = sedp_result_get_message (res);
+  if (m == NULL && sedp_result_get_n_items (res) > 0)
+    m = sedp_result_get_item_message (res, 0);
+  return m ? m : "";
+}
+
+/* A head the frame lacks, or a K past its width, fails the request naming it. */
+static void
+test_combine_missing (void)
+{
+  const char *opts[] = {"combine = blend = ctr * cvr\nscore_columns = blend\n",
+                        "combine = blend = cvr[1]\nscore_columns = blend\n"};
+  const char *needle[] = {"'ctr'", "cvr[1]"};
+  for (guint t = 0; t < G_N_ELEMENTS (opts); t++) {
+    SedpRequest *r = run_scored (opts[t], scored_request ("c5", 4, 1, TRUE));
+    const SedpResult *res = sedp_request_get_result (r);
+    CU_ASSERT_EQUAL (sedp_result_get_status (res), SEDP_STATUS_FAILED);
+    const char *m = failure_message (r);
+    if (!strstr (m, "combine") || !strstr (m, needle[t]))
+      fprintf (stderr, "\n  message: %s (want combine and %s)\n", m, needle[t]);
+    CU_ASSERT (strstr (m, "combine") && strstr (m, needle[t]));
+    sedp_request_unref (r);
+  }
+}
+
+/* The error that stops a pipeline with these responder options from starting. */
+static GError *
+start_error (const char *responder_opts)
+{
+  g_autofree char *text = synthetic_pipeline (responder_opts);
+  GError *error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), "test.pipeline", &error);
+  SedpGraph *graph = spec ? sedp_graph_compile (spec, runtime_registry (), &error) : NULL;
+  SedpPipeline *p = graph ? sedp_pipeline_new (graph, &error) : NULL;
+  if (p)
+    sedp_pipeline_start (p, &error);
+  if (p)
+    sedp_pipeline_free (p);
+  return error;
+}
+
+/* A formula that does not compile, or writes the rank column, stops the pipeline. */
+static void
+test_combine_config (void)
+{
+  g_autoptr (GError) e1 = start_error ("combine = blend = exp(a, 2)\n");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (e1);
+  CU_ASSERT_PTR_NOT_NULL (strstr (e1->message, "combine: at character 14: expected ')' (got ',')"));
+  g_autoptr (GError) e2 = start_error ("combine = rank = score\n");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (e2);
+  CU_ASSERT_PTR_NOT_NULL (strstr (e2->message, "'rank'"));
+  g_autoptr (GError) e3 = start_error ("combine = top_k = score\noutput = r_\n");
+  CU_ASSERT_PTR_NULL (e3); /* the rank columns are r_rank and r_top_k */
+}
+
+/* `keep = 3` of 9 items ranked by cvr (= the item index): 8, 7, 6 answered with rank 0, 1, 2
+ * and top_k 1, 1, 0; the others dropped. With keep ≥ the items, every item is answered. */
+static void
+test_keep (void)
+{
+  SedpRequest *r = run_scored ("keep = 3\ntop_k = 2\nscore_columns = cvr\n",
+                               scored_request ("k1", 9, 1, TRUE));
+  const SedpResult *res = sedp_request_get_result (r);
+  CU_ASSERT_EQUAL_FATAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+  CU_ASSERT_EQUAL_FATAL (sedp_result_get_n_items (res), 9);
+  for (guint i = 0; i < 9; i++) {
+    SedpItemStatus st = sedp_result_get_item_status (res, i);
+    CU_ASSERT_EQUAL (st, i >= 6 ? SEDP_ITEM_SCORED : SEDP_ITEM_DROPPED);
+    if (st != SEDP_ITEM_SCORED)
+      continue;
+    guint row = 0;
+    const SedpFrame *f = sedp_result_get_item_frame (res, i, &row);
+    CU_ASSERT_EQUAL (int_at (f, "rank", row), 8 - i);
+    CU_ASSERT_EQUAL (int_at (f, "top_k", row), i >= 7);
+  }
+  sedp_request_unref (r);
+  r = run_scored ("keep = 20\ntop_k = 2\nscore_columns = cvr\n", scored_request ("k2", 9, 1, TRUE));
+  CU_ASSERT_EQUAL (check_ranks (r, "cvr", "", FALSE, 2, 9), 0);
+  sedp_request_unref (r);
+}
+
+/* Two phases: `pre` keeps the 4 best items by cvr (= the item index: 10 … 13 of 14), a second
+ * scoring stage (`heavy`) scores only those, and the last responder ranks them by heavy - cvr. */
+static void
+test_keep_two_phases (void)
+{
+  const char *text = "[pipeline]\nframe_rows = 4\ndeadline_ms = 60000\n"
+                     "[stage reader]\nplugin = passthrough\nscope = request\n"
+                     "[stage items]\nplugin = passthrough\nafter = reader\nscope = item\n"
+                     "[stage pre]\nplugin = responder\nafter = items\nscore_columns = cvr\n"
+                     "keep = 4\noutput = pre_\n"
+                     "[stage heavy]\nplugin = synthetic_work\nafter = pre\nscope = item\n"
+                     "output = heavy\n"
+                     "[stage respond]\nplugin = responder\nafter = heavy\n"
+                     "combine = final = heavy - cvr\nscore_columns = final\ntop_k = 2\n";
+  SedpPipeline *p = start_pipeline (text);
+  Collector c;
+  collector_init (&c);
+  SedpRequest *r = scored_request ("t1", 14, 1, FALSE);
+  CU_ASSERT_EQUAL (sedp_pipeline_submit (p, r, collector_done, &c), SEDP_STATUS_OK);
+  CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 1, 30), 1);
+  const SedpResult *res = sedp_request_get_result (r);
+  CU_ASSERT_EQUAL_FATAL (sedp_result_get_status (res), SEDP_STATUS_OK);
+  guint scored = 0, marked = 0;
+  for (guint i = 0; i < 14; i++) {
+    SedpItemStatus st = sedp_result_get_item_status (res, i);
+    CU_ASSERT_EQUAL (st, i >= 10 ? SEDP_ITEM_SCORED : SEDP_ITEM_DROPPED);
+    guint row = 0;
+    const SedpFrame *f = st == SEDP_ITEM_SCORED ? sedp_result_get_item_frame (res, i, &row) : NULL;
+    if (f == NULL)
+      continue;
+    scored++;
+    CU_ASSERT_EQUAL (int_at (f, "pre_rank", row), 13 - i);
+    CU_ASSERT (float_at (f, "final", row) == float_at (f, "heavy", row) - (float) i);
+    CU_ASSERT (int_at (f, "rank", row) >= 0 && int_at (f, "rank", row) < 4);
+    marked += int_at (f, "top_k", row) == 1;
+  }
+  CU_ASSERT_EQUAL (scored, 4);
+  CU_ASSERT_EQUAL (marked, 2);
+  sedp_request_unref (r);
+  sedp_pipeline_free (p);
+  collector_clear (&c);
+}
+
 int
 main (void)
 {
@@ -253,7 +481,14 @@ main (void)
       CU_add_test (suite, "client top_k overrides", test_client_top_k) == NULL ||
       CU_add_test (suite, "NaN ranked last", test_nan_last) == NULL ||
       CU_add_test (suite, "multi-head", test_multi_head) == NULL ||
-      CU_add_test (suite, "missing score column", test_missing_score) == NULL) {
+      CU_add_test (suite, "missing score column", test_missing_score) == NULL ||
+      CU_add_test (suite, "combine", test_combine) == NULL ||
+      CU_add_test (suite, "combine: score output, NaN head", test_combine_score) == NULL ||
+      CU_add_test (suite, "combine: broadcast column", test_combine_broadcast) == NULL ||
+      CU_add_test (suite, "combine: missing head", test_combine_missing) == NULL ||
+      CU_add_test (suite, "combine: option errors", test_combine_config) == NULL ||
+      CU_add_test (suite, "keep", test_keep) == NULL ||
+      CU_add_test (suite, "keep: two phases", test_keep_two_phases) == NULL) {
     CU_cleanup_registry ();
     return CU_get_error ();
   }
