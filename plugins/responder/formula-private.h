@@ -46,4 +46,5 @@ struct _Formula {
   char **input_names;  /* [n_inputs], NULL-terminated */
   guint *input_index;  /* [n_inputs]: the K of each */
   guint n_inputs;
+  char **head_names;   /* the columns read without '$', distinct, NULL-terminated */
 };

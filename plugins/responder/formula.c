@@ -22,6 +22,7 @@ typedef struct {
   guint start;  /* 0-based offset in the text */
   guint len;
   double value; /* TOK_NUMBER */
+  gboolean dollar; /* TOK_NAME written `$name`: a column of the request, not a head */
 } Token;
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
   guint depth;
   GArray *prog;     /* FormulaInstr */
   GPtrArray *names; /* the input columns (owned) */
+  GPtrArray *heads; /* the columns written without '$' (owned, distinct) */
   GArray *index;    /* guint: the K of each input */
   guint sp, max_sp;
   guint error_at;
@@ -138,11 +140,12 @@ lex_next (Parser *p)
   }
   if (g_ascii_isdigit (c) || (c == '.' && g_ascii_isdigit (t[p->pos + 1])))
     return lex_number (p);
-  if (g_ascii_islower (c) || c == '_') {
-    guint end = p->pos + 1;
+  gboolean dollar = c == '$' && (g_ascii_islower (t[p->pos + 1]) || t[p->pos + 1] == '_');
+  if (g_ascii_islower (c) || c == '_' || dollar) {
+    guint start = p->pos + dollar, end = start + 1;
     while (g_ascii_islower (t[end]) || g_ascii_isdigit (t[end]) || t[end] == '_')
       end++;
-    p->tok = (Token){.kind = TOK_NAME, .start = p->pos, .len = end - p->pos};
+    p->tok = (Token){.kind = TOK_NAME, .start = start, .len = end - start, .dollar = dollar};
     p->pos = end;
     return TRUE;
   }
@@ -271,10 +274,17 @@ parse_name (Parser *p)
 {
   g_autofree char *name = g_strndup (p->text + p->tok.start, p->tok.len);
   guint at = p->tok.start;
+  gboolean dollar = p->tok.dollar;
   if (!lex_next (p))
     return FALSE;
-  if (!at_punct (p, '('))
+  if (!at_punct (p, '(')) {
+    if (!dollar && !g_ptr_array_find_with_equal_func (p->heads, name, g_str_equal, NULL))
+      g_ptr_array_add (p->heads, g_strdup (name));
     return parse_column (p, name);
+  }
+  if (dollar)
+    return fail (p, at - 1, FORMULA_ERROR_SYNTAX, "'$' marks a column of the request, not a "
+                 "function: write %s(…)", name);
   int f = find_function (name);
   if (f < 0)
     return fail (p, at, FORMULA_ERROR_FUNCTION, "unknown function '%s' (the functions: %s)", name,
@@ -372,6 +382,8 @@ build (Parser *p, char *output)
   g_ptr_array_add (p->names, NULL);
   f->input_names = (char **) g_ptr_array_free (g_steal_pointer (&p->names), FALSE);
   f->input_index = (guint *) g_array_free (g_steal_pointer (&p->index), FALSE);
+  g_ptr_array_add (p->heads, NULL);
+  f->head_names = (char **) g_ptr_array_free (g_steal_pointer (&p->heads), FALSE);
   return f;
 }
 
@@ -382,6 +394,7 @@ formula_compile (const char *text, guint *error_at, GError **error)
   Parser p = {.text = text, .error = error};
   p.prog = g_array_new (FALSE, FALSE, sizeof (FormulaInstr));
   p.names = g_ptr_array_new_with_free_func (g_free);
+  p.heads = g_ptr_array_new_with_free_func (g_free);
   p.index = g_array_new (FALSE, FALSE, sizeof (guint));
   char *output = NULL;
   gboolean ok = parse_output (&p, &output) && parse_expr (&p);
@@ -397,6 +410,8 @@ formula_compile (const char *text, guint *error_at, GError **error)
     g_array_free (p.prog, TRUE);
   if (p.names)
     g_ptr_array_free (p.names, TRUE);
+  if (p.heads)
+    g_ptr_array_free (p.heads, TRUE);
   if (p.index)
     g_array_free (p.index, TRUE);
   if (error_at)
@@ -412,6 +427,7 @@ formula_free (Formula *formula)
   g_free (formula->output);
   g_free (formula->prog);
   g_strfreev (formula->input_names);
+  g_strfreev (formula->head_names);
   g_free (formula->input_index);
   g_free (formula);
 }
@@ -451,4 +467,11 @@ formula_list_columns (const Formula *formula)
   }
   g_ptr_array_add (cols, NULL);
   return (char **) g_ptr_array_free (cols, FALSE);
+}
+
+char **
+formula_list_heads (const Formula *formula)
+{
+  g_return_val_if_fail (formula != NULL, NULL);
+  return g_strdupv (formula->head_names);
 }

@@ -6,6 +6,9 @@
  *   TERM   := UNARY (('*' | '/') UNARY)*
  *   UNARY  := '-' UNARY | NUMBER | COLUMN ['[' K ']'] | FUNC '(' EXPR {',' EXPR} ')' | '(' EXPR ')'
  * NUMBER is a decimal float (`2`, `0.5`, `.5`, `1e-3`); COLUMN and OUT are [a-z_][a-z0-9_]*;
+ * `$COLUMN` reads a column of the request (a feature such as a bid) rather than a head that a
+ * stage writes: `sedp check` requires every head to be declared by an earlier stage
+ * (formula_list_heads()) and leaves `$` columns to the requests.
  * `COLUMN[K]` is the K-th value of a multi-valued column (`COLUMN` alone is `COLUMN[0]`); FUNC is
  * one of pow(a, b), exp(a), log(a), sqrt(a), min(a, b), max(a, b), sigmoid(a). A name followed
  * by '(' is a function, otherwise a column.
@@ -100,6 +103,14 @@ const char *formula_get_input (const Formula *formula, guint i, guint *index);
  * appearance (a new %NULL-terminated array, possibly empty; free with g_strfreev()).
  */
 char **formula_list_columns (const Formula *formula);
+
+/**
+ * formula_list_heads:
+ * Returns: (transfer full): the distinct columns the formula reads written without `$`, the
+ * heads that an earlier stage must declare it writes (`sedp check`); `$name` reads a column of
+ * the request (a feature) that no stage declares.
+ */
+char **formula_list_heads (const Formula *formula);
 
 /**
  * FormulaInput:

@@ -297,7 +297,7 @@ responder_needs (const SedpStageContext *ctx, GError **error)
   g_autoptr (Formula) f = NULL;
   if (!load_combine (ctx, &f, error))
     return NULL;
-  char **cols = f ? formula_list_columns (f) : g_new0 (char *, 1);
+  char **cols = f ? formula_list_heads (f) : g_new0 (char *, 1);
   for (guint i = 0; cols[i]; i++) {
     char *col = cols[i];
     cols[i] = g_strconcat ("combine=", col, NULL);

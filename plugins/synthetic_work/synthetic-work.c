@@ -183,9 +183,20 @@ static const SedpOptionSpec synthetic_options[] = {
   SEDP_OPTION_END,
 };
 
+/* `output`, the one column it writes (none without it). */
+static char **
+synthetic_writes (const SedpStageContext *ctx, GError **error)
+{
+  const char *out = sedp_stage_context_get_string (ctx, "output");
+  char **cols = g_new0 (char *, 2);
+  if (out && *out)
+    cols[0] = g_strdup (out);
+  return cols;
+}
+
 SEDP_STAGE_DEFINE (.name = "synthetic_work", .version = SEDP_VERSION,
                    .description = "Synthetic CPU work (heavy-tailed per row) and I/O wait (per "
                                   "call), deterministic per request and item",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = synthetic_options,
                    .create = synthetic_create, .process = synthetic_process,
-                   .destroy = synthetic_destroy);
+                   .destroy = synthetic_destroy, .writes = synthetic_writes);

@@ -33,6 +33,25 @@ compile (const char *model_opts, const char *responder_opts)
   CU_ASSERT_PTR_NOT_NULL_FATAL (graph);
 }
 
+/* The error of compiling that graph (which must fail). */
+static GError *
+compile_error (const char *model_opts, const char *responder_opts)
+{
+  g_autofree char *text = g_strdup_printf (
+      "[stage reader]\nplugin = passthrough\nscope = request\n"
+      "[stage m]\nplugin = model_inference\nafter = reader\nmodel = /nonexistent/model.onnx\n%s"
+      "[stage respond]\nplugin = responder\nafter = m\n%s", model_opts, responder_opts);
+  GError *error = NULL;
+  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, strlen (text), "test.pipeline", &error);
+  SedpGraph *g = spec ? sedp_graph_compile (spec, registry, &error) : NULL;
+  CU_ASSERT_PTR_NULL (g);
+  if (g)
+    sedp_graph_free (g);
+  if (error && g_getenv ("SEDP_TEST_VERBOSE"))
+    fprintf (stderr, "\n  %s\n", error->message);
+  return error;
+}
+
 typedef enum { WRITES, NEEDS } Which;
 
 /* Calls `writes` or `needs` of the stage called @stage, the way sedp check does. */
@@ -100,7 +119,7 @@ test_model_writes_errors (void)
 static void
 test_responder_writes (void)
 {
-  compile ("", "combine = blend = ctr * pow(cvr, 0.5)\noutput = r_\n");
+  compile ("outputs = p=ctr, q=cvr\n", "combine = blend = ctr * pow(cvr, 0.5)\noutput = r_\n");
   g_autoptr (GError) error = NULL;
   assert_list (declared ("respond", WRITES, &error), "blend,r_rank,r_top_k");
   compile ("", "");
@@ -111,9 +130,9 @@ test_responder_writes (void)
 static void
 test_responder_needs (void)
 {
-  compile ("", "combine = score = ctr * pow(cvr, 0.5) + ctr[1] - max(ctr, bias)\n");
+  compile ("outputs = p=ctr, q=cvr\n", "combine = score = ctr * pow(cvr, 0.5) + ctr[1] - max(ctr, $bias)\n");
   g_autoptr (GError) error = NULL;
-  assert_list (declared ("respond", NEEDS, &error), "combine=ctr,combine=cvr,combine=bias");
+  assert_list (declared ("respond", NEEDS, &error), "combine=ctr,combine=cvr");
   compile ("", "combine = score = 2\n");
   assert_list (declared ("respond", NEEDS, &error), "");
   compile ("", "");
@@ -121,20 +140,30 @@ test_responder_needs (void)
   CU_ASSERT_PTR_NULL (error);
 }
 
-/* A formula that does not compile: both callbacks fail with the option named. */
+/* A formula that does not compile: both callbacks fail with the option named, and so does the
+ * graph (sedp check). */
 static void
 test_responder_errors (void)
 {
-  compile ("", "combine = score = ctr * pwo(cvr, 2)\n");
-  for (Which w = WRITES; w <= NEEDS; w++) {
-    g_autoptr (GError) error = NULL;
-    CU_ASSERT_PTR_NULL (declared ("respond", w, &error));
-    SEDP_ASSERT_ERROR (error, SEDP_STAGE_ERROR, "combine: at character 15", "'pwo'");
-  }
-  compile ("", "combine = top_k = ctr\n");
-  g_autoptr (GError) error = NULL;
-  CU_ASSERT_PTR_NULL (declared ("respond", WRITES, &error));
-  SEDP_ASSERT_ERROR (error, SEDP_STAGE_ERROR, "combine", "'top_k'");
+  g_autoptr (GError) g1 = compile_error ("outputs = p=ctr, q=cvr\n", "combine = score = ctr * pwo(cvr, 2)\n");
+  SEDP_ASSERT_ERROR (g1, SEDP_DSL_ERROR, "test.pipeline:9: [stage respond]: combine: at character 15", "'pwo'");
+  g_autoptr (GError) g2 = compile_error ("outputs = p=ctr, q=cvr\n", "combine = top_k = ctr\n");
+  SEDP_ASSERT_ERROR (g2, SEDP_DSL_ERROR, "combine", "'top_k'");
+}
+
+/* sedp check: a head no stage before the responder declares is refused, naming the option and
+ * what the stages before write; `$` columns (the request's) are not checked. */
+static void
+test_graph_check (void)
+{
+  g_autoptr (GError) e1 = compile_error ("outputs = p=ctr\n", "combine = score = ctr * pow(cvr, 0.5)\n");
+  SEDP_ASSERT_ERROR (e1, SEDP_DSL_ERROR,
+                     "test.pipeline:12: [stage respond] combine: 'cvr' is written by no stage before "
+                     "'respond' (stages before it write: m: ctr)");
+  g_autoptr (GError) e2 = compile_error ("", "combine = score = ctr\n");
+  SEDP_ASSERT_ERROR (e2, SEDP_DSL_ERROR, "'ctr' is written by no stage before 'respond'",
+                     "columns not known before start: 'm' (set their outputs)");
+  compile ("outputs = p=ctr\n", "combine = score = ctr * $bid\n");
 }
 
 int
@@ -150,7 +179,8 @@ main (void)
       CU_add_test (suite, "model_inference writes: errors", test_model_writes_errors) == NULL ||
       CU_add_test (suite, "responder writes", test_responder_writes) == NULL ||
       CU_add_test (suite, "responder needs", test_responder_needs) == NULL ||
-      CU_add_test (suite, "responder errors", test_responder_errors) == NULL) {
+      CU_add_test (suite, "responder errors", test_responder_errors) == NULL ||
+      CU_add_test (suite, "sedp check: heads against declared writes", test_graph_check) == NULL) {
     CU_cleanup_registry ();
     return CU_get_error ();
   }

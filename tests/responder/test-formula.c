@@ -182,6 +182,27 @@ test_columns (void)
   CU_ASSERT_STRING_EQUAL (cols[2], "boost");
 }
 
+/* `$name` reads the request's column `name`: an input, not a head for sedp check; `$f(` is an
+ * error. */
+static void
+test_request_columns (void)
+{
+  g_autoptr (Formula) f = formula_compile ("score = ctr * $bid + $bid[1] - cvr", NULL, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (f);
+  g_auto (GStrv) cols = formula_list_columns (f);
+  g_autofree char *all = g_strjoinv (",", cols);
+  CU_ASSERT_STRING_EQUAL (all, "ctr,bid,cvr");
+  g_auto (GStrv) heads = formula_list_heads (f);
+  g_autofree char *h = g_strjoinv (",", heads);
+  CU_ASSERT_STRING_EQUAL (h, "ctr,cvr");
+  g_autoptr (GError) error = NULL;
+  guint at = 0;
+  g_autoptr (Formula) bad = formula_compile ("s = $exp(1)", &at, &error);
+  CU_ASSERT_PTR_NULL (bad);
+  CU_ASSERT_TRUE (g_error_matches (error, FORMULA_ERROR, FORMULA_ERROR_SYNTAX));
+  CU_ASSERT_TRUE (error && strstr (error->message, "'$' marks a column of the request"));
+}
+
 /* A name before '(' is a function, otherwise a column (even a function's name); no inputs. */
 static void
 test_names (void)
@@ -347,7 +368,8 @@ main (void)
       CU_add_test (suite, "names and constants", test_names) == NULL ||
       CU_add_test (suite, "compile errors", test_errors) == NULL ||
       CU_add_test (suite, "unknown function", test_unknown_function) == NULL ||
-      CU_add_test (suite, "depth and length limits", test_limits) == NULL) {
+      CU_add_test (suite, "depth and length limits", test_limits) == NULL ||
+      CU_add_test (suite, "$ columns of the request", test_request_columns) == NULL) {
     CU_cleanup_registry ();
     return CU_get_error ();
   }

@@ -299,7 +299,7 @@ check_values (SedpRequest *r, const char *col, const float *want)
 static void
 test_combine (void)
 {
-  SedpRequest *r = run_scored ("combine = blend = score[1] * 2 + cvr\nscore_columns = blend\n"
+  SedpRequest *r = run_scored ("combine = blend = $score[1] * 2 + $cvr\nscore_columns = blend\n"
                                "top_k = 4\n", scored_request ("c1", 9, 2, TRUE));
   CU_ASSERT_EQUAL (check_ranks (r, "blend", "", FALSE, 4, 9), 0);
   float want[9];
@@ -313,10 +313,10 @@ test_combine (void)
 static void
 test_combine_score (void)
 {
-  SedpRequest *r = run_scored ("combine = score = -cvr\n", scored_request ("c2", 7, 1, FALSE));
+  SedpRequest *r = run_scored ("combine = score = -$cvr\n", scored_request ("c2", 7, 1, FALSE));
   CU_ASSERT_EQUAL (check_ranks (r, "score", "", FALSE, 0, 7), 0);
   sedp_request_unref (r);
-  r = run_scored ("combine = blend = score * 2\nscore_columns = blend\norder = asc\n",
+  r = run_scored ("combine = blend = $score * 2\nscore_columns = blend\norder = asc\n",
                   scored_request ("c3", 10, 1, TRUE));
   CU_ASSERT_EQUAL (check_ranks (r, "blend", "", TRUE, 0, 10), 0);
   const SedpResult *res = sedp_request_get_result (r);
@@ -332,7 +332,7 @@ static void
 test_combine_broadcast (void)
 {
   SedpRequest *r = scored_request_boost ("c4", 6, 1, TRUE, 0.5f);
-  run_scored ("combine = blend = cvr * boost - boost\nscore_columns = blend\n", r);
+  run_scored ("combine = blend = $cvr * $boost - $boost\nscore_columns = blend\n", r);
   CU_ASSERT_EQUAL (check_ranks (r, "blend", "", FALSE, 0, 6), 0);
   float want[6];
   for (guint i = 0; i < 6; i++)
@@ -356,8 +356,8 @@ failure_message (SedpRequest *r)
 static void
 test_combine_missing (void)
 {
-  const char *opts[] = {"combine = blend = ctr * cvr\nscore_columns = blend\n",
-                        "combine = blend = cvr[1]\nscore_columns = blend\n"};
+  const char *opts[] = {"combine = blend = $ctr * $cvr\nscore_columns = blend\n",
+                        "combine = blend = $cvr[1]\nscore_columns = blend\n"};
   const char *needle[] = {"'ctr'", "cvr[1]"};
   for (guint t = 0; t < G_N_ELEMENTS (opts); t++) {
     SedpRequest *r = run_scored (opts[t], scored_request ("c5", 4, 1, TRUE));
@@ -394,10 +394,10 @@ test_combine_config (void)
   g_autoptr (GError) e1 = start_error ("combine = blend = exp(a, 2)\n");
   CU_ASSERT_PTR_NOT_NULL_FATAL (e1);
   CU_ASSERT_PTR_NOT_NULL (strstr (e1->message, "combine: at character 14: expected ')' (got ',')"));
-  g_autoptr (GError) e2 = start_error ("combine = rank = score\n");
+  g_autoptr (GError) e2 = start_error ("combine = rank = $score\n");
   CU_ASSERT_PTR_NOT_NULL_FATAL (e2);
   CU_ASSERT_PTR_NOT_NULL (strstr (e2->message, "'rank'"));
-  g_autoptr (GError) e3 = start_error ("combine = top_k = score\noutput = r_\n");
+  g_autoptr (GError) e3 = start_error ("combine = top_k = $score\noutput = r_\n");
   CU_ASSERT_PTR_NULL (e3); /* the rank columns are r_rank and r_top_k */
 }
 
@@ -440,7 +440,7 @@ test_keep_two_phases (void)
                      "[stage heavy]\nplugin = synthetic_work\nafter = pre\nscope = item\n"
                      "output = heavy\n"
                      "[stage respond]\nplugin = responder\nafter = heavy\n"
-                     "combine = final = heavy - cvr\nscore_columns = final\ntop_k = 2\n";
+                     "combine = final = heavy - $cvr\nscore_columns = final\ntop_k = 2\n";
   SedpPipeline *p = start_pipeline (text);
   Collector c;
   collector_init (&c);
