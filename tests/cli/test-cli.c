@@ -219,6 +219,9 @@ test_check_bad_pipelines (void)
   check_fails ("non-utf8.pipeline", "UTF-8");
   check_fails ("no-such-file.pipeline", "cannot read");
   check_fails ("bad-warmup.pipeline", "bad-warmup.jsonl:2: invalid request: colour");
+  check_fails ("bad-arms.pipeline", "bad-arms.pipeline:8: [stage ab]: arms: the weights sum to 99 percent");
+  check_fails ("bad-branch.pipeline", "bad-branch.pipeline:19: [stage treatment] after: stage 'ab' has no "
+                                      "branch 'treatmnt' (its branches: control, treatment)");
 }
 
 static void
