@@ -23,7 +23,9 @@ sedp_graph_free (SedpGraph *g)
     g_free (g->nodes[i].inputs);
     g_free (g->nodes[i].outputs);
     g_free (g->nodes[i].output_slots);
-    g_strfreev (g->nodes[i].input_labels);
+    for (guint k = 0; g->nodes[i].input_labels && k < g->nodes[i].n_inputs; k++)
+      g_free (g->nodes[i].input_labels[k]); /* NULL where unlabelled: not a strv */
+    g_free (g->nodes[i].input_labels);
     g_free (g->nodes[i].input_branch);
     g_free (g->nodes[i].input_routed);
     g_free (g->nodes[i].output_branch);

@@ -21,7 +21,8 @@ typedef struct {
   guint *outputs;                  /* node indexes */
   guint *output_slots;             /* the input slot of this node at each output */
   /* Routing (routes.c, docs/routing.md). */
-  char **input_labels;             /* per input: the BRANCH of `after = STAGE:BRANCH`, or NULL */
+  char **input_labels;             /* per input: the BRANCH of `after = STAGE:BRANCH`, or NULL
+                                    * (n_inputs entries, NULL among them: not a strv) */
   int *input_branch;               /* per input: that branch's index at the input, or -1 */
   guint8 *input_routed;            /* per input: a labelled edge lies before it (may be skipped) */
   guint n_routed_inputs;
