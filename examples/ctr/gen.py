@@ -5,7 +5,9 @@ the unsplit model (`sedp model eval`) to draw a recall `escore` correlated with 
 writes the request files (JSON Lines, PredictRequest JSON lines, a protobuf request log); with
 --repository, also a model repository of two versions over the same requests
 (pipelines/ctr-live.pipeline): version 2 a retrained dense model over version 1's embeddings and
-cube, or with --new-embeddings, other embeddings too. Run through examples/ctr/prepare."""
+cube, or with --new-embeddings, other embeddings too; with --multi-model, a dcn and an mmoe model
+over the dlrm's embedding tables (one cube for the three: pipelines/multi-model.pipeline,
+pipelines/ab.pipeline). Run through examples/ctr/prepare."""
 import argparse
 import bisect
 import json
@@ -33,6 +35,13 @@ REPOSITORY_VERSIONS = ((1, 1, 1, None), (2, 1, 2, 1))
 REPOSITORY_NEW_EMBEDDINGS = ((1, 1, 1, None), (2, 2, 2, None))
 DENSE = 13
 USER_SLOTS = 13  # slot_0 … slot_12 describe the user, slot_13 … slot_25 the item
+# --multi-model: the other models over the dlrm's embedding tables, and their outputs (graph-output
+# order, as `sedp model eval` writes them).
+MULTI_MODELS = (("dcn", ("prob",)), ("mmoe", ("ctr", "cvr")))
+# sedp model synth's weight streams (core/nn/synth.c, synth-builder.c): splitmix64, the state of a
+# seed S starting at S ^ SYNTH_SEED_MIX and advancing by SYNTH_GAMMA per weight drawn.
+SYNTH_SEED_MIX = 0x5ED9C0FFEE5EED
+SYNTH_GAMMA = 0x9E3779B97F4A7C15
 
 # --din: DIN over the user's clicks (docs/sequences.md). The user's profile is 4 slots, the item
 # its catalogue id and 13 dense features; the behaviour sequence is cut to SEQ_LEN. One pipeline
@@ -193,6 +202,11 @@ def main():
     ap.add_argument("--new-embeddings", action="store_true",
                     help="with --repository: version 2 is the model of seed 2 throughout, its "
                     "embeddings and cube too")
+    ap.add_argument("--multi-model", action="store_true",
+                    help="also a dcn and an mmoe model over the dlrm's embedding tables (cube/ "
+                    "serves the three): model-dcn.onnx, dense-dcn.onnx, model-mmoe.onnx, "
+                    "dense-mmoe.onnx and their scores expected-dcn.tsv, expected-mmoe.tsv "
+                    "(pipelines/multi-model.pipeline, pipelines/ab.pipeline)")
     a = ap.parse_args()
     if a.new_embeddings and not a.repository:
         ap.error("--new-embeddings goes with --repository")
@@ -201,6 +215,9 @@ def main():
     if a.din:
         if a.repository:
             ap.error("--repository is for the dlrm model (pipelines/ctr-live.pipeline), not --din")
+        if a.multi_model:
+            ap.error("--multi-model is for the dlrm model's cube (pipelines/multi-model.pipeline), "
+                     "not --din")
         return main_din(a)
     preset = "small" if a.small else "realistic"
     p = PRESETS[preset]
@@ -247,15 +264,19 @@ def main():
     scores = eval_scores(a.sedp, model, out, inputs, batch)
 
     write_expected_and_requests(rng, out, reqs, rows_all, scores)
+    if a.multi_model:
+        write_multi_models(a.sedp, out, model, synth_args, a.model_seed, inputs, rows_all)
     if a.repository:
         write_repository(a.sedp, out, synth_args, inputs, rows_all,
                          REPOSITORY_NEW_EMBEDDINGS if a.new_embeddings else REPOSITORY_VERSIONS)
     shutil.rmtree(os.path.join(out, "eval-in"))
     train_shedder(a.sedp, out)
+    multi = ("; model-dcn.onnx, dense-dcn.onnx, model-mmoe.onnx, dense-mmoe.onnx over cube/, "
+             "expected-dcn.tsv, expected-mmoe.tsv" if a.multi_model else "")
     print("wrote %s: %s model, %d requests of %s items (requests.jsonl, requests.pb, "
-          "requests.run.jsonl, expected.tsv%s%s)" % (out, preset, n_req,
+          "requests.run.jsonl, expected.tsv%s%s%s)" % (out, preset, n_req,
           items_lo if items_lo == items_hi else "%d-%d" % (items_lo, items_hi),
-          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else "",
+          ", shedder.onnx" if os.path.exists(os.path.join(out, "shedder.onnx")) else "", multi,
           ("; models/ctr/1, 2 (%s), expected-v1.tsv, expected-v2.tsv" %
            ("new embeddings" if a.new_embeddings else "2: version 1's cube, other dense weights"))
           if a.repository else ""))
@@ -292,6 +313,132 @@ def write_repository(sedp, out, synth_args, inputs, rows_all, versions):
         run([sedp, "model", "pack", parts, "--name", "ctr", "--version", str(version),
              "--repository", repo])
         shutil.rmtree(work)
+
+
+def write_multi_models(sedp, out, dlrm, synth_args, model_seed, inputs, rows_all):
+    """--multi-model: for each architecture of MULTI_MODELS, its model over the embedding tables of
+    @dlrm (out/model.onnx, split into out/cube): out/model-ARCH.onnx (kept, unsplit, for checking),
+    split with the cube's hash key into out/dense-ARCH.onnx and a cube that must hold the same
+    bytes as out/cube (compared, then removed: out/cube serves every model), and the unsplit
+    model's outputs for every item in out/expected-ARCH.tsv (request id, item id, then one
+    column per output: the scores as `sedp model eval` gives them, not clipped).
+
+    The tables: synth draws the tables of --seed S from a stream that advances in step with the
+    other weights' (one step per weight). The dlrm draws its bottom MLP (B weights) before emb_0;
+    dcn and mmoe draw emb_0 first. So their tables are the dlrm's under the seed whose stream
+    starts where the dlrm's stream of S stands after B steps (shared_table_seed); their other
+    weights come from --dense-seed, the dlrm's seed."""
+    key = cube_meta(os.path.join(out, "cube"))["hash_key"]
+    table_seed = shared_table_seed(model_seed, params_before(dlrm, "emb_0"))
+    arch_at = synth_args.index("--arch") + 1
+    for arch, outputs in MULTI_MODELS:
+        args = synth_args[:arch_at] + [arch] + synth_args[arch_at + 1:]
+        model = os.path.join(out, "model-%s.onnx" % arch)
+        run([sedp, "model", "synth"] + args + ["--seed", str(table_seed), "--dense-seed",
+                                               str(model_seed), "-o", model])
+        cube = os.path.join(out, "cube-%s" % arch)
+        run([sedp, "model", "split", model, "--dense", os.path.join(out, "dense-%s.onnx" % arch),
+             "--cube", cube, "--hash-key", key])
+        same_cube(os.path.join(out, "cube"), cube)
+        shutil.rmtree(cube)
+        cols = eval_outputs(sedp, model, out, inputs, len(rows_all), len(outputs),
+                            "eval-out-%s" % arch)
+        shutil.rmtree(os.path.join(out, "eval-out-%s" % arch))
+        with open(os.path.join(out, "expected-%s.tsv" % arch), "w") as f:
+            for n, (r, it) in enumerate(rows_all):
+                f.write("%s\t%d\t%s\n" % (r["id"], it["item_id"],
+                                          "\t".join("%.9g" % c[n] for c in cols)))
+
+
+def shared_table_seed(seed, steps):
+    """The synth seed whose table stream starts where the stream of @seed stands after @steps
+    weights: ((S ^ MIX) + steps * GAMMA mod 2^64) ^ MIX."""
+    state = ((seed ^ SYNTH_SEED_MIX) + steps * SYNTH_GAMMA) & 0xFFFFFFFFFFFFFFFF
+    return state ^ SYNTH_SEED_MIX
+
+
+def params_before(path, name):
+    """How many float weights an ONNX model's initializers hold before the one called @name (the
+    weights synth drew before it: its initializers are in the order it drew them)."""
+    buf = open(path, "rb").read()
+    total = 0
+    for field, wire, val in proto_fields(buf, 0, len(buf)):
+        if field != 7 or wire != 2:  # ModelProto.graph
+            continue
+        for gfield, gwire, gval in proto_fields(buf, *val):
+            if gfield != 5 or gwire != 2:  # GraphProto.initializer
+                continue
+            dims, dtype, tname = [], 0, None
+            for tfield, twire, tval in proto_fields(buf, *gval):
+                if tfield == 1 and twire == 0:  # TensorProto.dims
+                    dims.append(tval)
+                elif tfield == 1 and twire == 2:  # packed
+                    pos, end = tval
+                    while pos < end:
+                        d, pos = read_varint(buf, pos)
+                        dims.append(d)
+                elif tfield == 2 and twire == 0:
+                    dtype = tval
+                elif tfield == 8 and twire == 2:
+                    tname = buf[tval[0]:tval[1]].decode()
+            if tname == name:
+                return total
+            if dtype == 1:
+                total += math.prod(dims)
+    raise SystemExit("gen.py: %s: no initializer '%s'" % (path, name))
+
+
+def proto_fields(buf, pos, end):
+    """The fields of the protobuf message buf[pos:end]: (field, wire type, value), the value of a
+    length-delimited field its (start, end) in buf."""
+    while pos < end:
+        key, pos = read_varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            val, pos = read_varint(buf, pos)
+        elif wire == 1:
+            val, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 5:
+            val, pos = buf[pos:pos + 4], pos + 4
+        elif wire == 2:
+            n, pos = read_varint(buf, pos)
+            val, pos = (pos, pos + n), pos + n
+        else:
+            raise SystemExit("gen.py: unexpected wire type %d" % wire)
+        yield field, wire, val
+
+
+def cube_meta(cube):
+    """A cube's meta file as a dict (the `key: value` lines)."""
+    meta = {}
+    for line in open(os.path.join(cube, "meta")):
+        k, sep, v = line.partition(": ")
+        if sep:
+            meta[k] = v.strip()
+    return meta
+
+
+def same_cube(want, got):
+    """Fails unless cube @got holds the bytes of cube @want: the same files, index and value
+    blocks byte for byte, and the same meta but for the name, the time stamps and the meta's own
+    checksum over them."""
+    files = sorted(os.listdir(want))
+    if sorted(os.listdir(got)) != files:
+        raise SystemExit("gen.py: %s has the files %s, %s has %s" %
+                         (got, sorted(os.listdir(got)), want, files))
+    for f in files:
+        if f != "meta" and open(os.path.join(want, f), "rb").read() != \
+                open(os.path.join(got, f), "rb").read():
+            raise SystemExit("gen.py: %s/%s differs from %s/%s: the model's embedding tables are "
+                             "not the dlrm's" % (got, f, want, f))
+    mw, mg = cube_meta(want), cube_meta(got)
+    for m in (mw, mg):
+        for k in ("name", "version", "created", "checksum"):
+            m.pop(k, None)
+    if mw != mg:
+        raise SystemExit("gen.py: the meta of %s differs from %s's: %s, %s" % (got, want, mg, mw))
+    print("%s: the same tables as %s (%s values of dim %s, index %s)" %
+          (got, want, mg["count"], mg["dim"], mg["index_checksum"]))
 
 
 def synth_and_split(sedp, out, synth_args):
@@ -380,6 +527,12 @@ def main_din(a):
 def eval_scores(sedp, model, out, inputs, batch):
     """The unsplit model's scores of every item: `sedp model eval` on the TensorProtos @inputs
     (written to out/eval-in), output 0 read back from out/eval-out."""
+    return eval_outputs(sedp, model, out, inputs, batch, 1, "eval-out")[0]
+
+
+def eval_outputs(sedp, model, out, inputs, batch, n_outputs, ev_name):
+    """The first @n_outputs outputs of the unsplit model (each [batch, 1]) for every item: `sedp
+    model eval` on the TensorProtos @inputs (written to out/eval-in), read back from out/@ev_name."""
     ev_in = os.path.join(out, "eval-in")
     os.makedirs(ev_in, exist_ok=True)
     args = []
@@ -387,12 +540,16 @@ def eval_scores(sedp, model, out, inputs, batch):
         path = os.path.join(ev_in, "input_%d.pb" % k)
         open(path, "wb").write(t)
         args += ["-i", path]
-    ev_out = os.path.join(out, "eval-out")
+    ev_out = os.path.join(out, ev_name)
     run([sedp, "model", "eval", model] + args + ["-o", ev_out])
-    scores = read_float_tensor(os.path.join(ev_out, "output_0.pb"))
-    if len(scores) != batch:
-        raise SystemExit("gen.py: the model gave %d scores for %d items" % (len(scores), batch))
-    return scores
+    results = []
+    for k in range(n_outputs):
+        scores = read_float_tensor(os.path.join(ev_out, "output_%d.pb" % k))
+        if len(scores) != batch:
+            raise SystemExit("gen.py: %s: output %d has %d scores for %d items" %
+                             (model, k, len(scores), batch))
+        results.append(scores)
+    return results
 
 
 def write_expected_and_requests(rng, out, reqs, rows_all, scores):
