@@ -10,7 +10,9 @@
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +156,26 @@ bench_prepare_ctr (const char *src, const char *data, guint items)
   return bench_prepare_example (src, data, items, FALSE);
 }
 
+/* The CTR example as bench_prepare_ctr() makes it, and the multi-model example's dcn and mmoe
+ * dense models beside it (examples/ctr/prepare --multi-model), once: stamp .prepared-multi-@items. */
+static inline gboolean
+bench_prepare_multi (const char *src, const char *data, guint items)
+{
+  g_autofree char *stamp = g_strdup_printf ("%s/.prepared-multi-%u", data, items);
+  if (g_file_test (stamp, G_FILE_TEST_EXISTS))
+    return TRUE;
+  g_autofree char *prep = g_build_filename (src, "examples", "ctr", "prepare", NULL);
+  g_autofree char *out_opt = g_strdup_printf ("--out=%s", data);
+  g_autofree char *items_s = g_strdup_printf ("%u", items);
+  char *argv[] = {prep, "--requests", "64", "--items", items_s, out_opt, "--multi-model", NULL};
+  g_autofree char *out = bench_run_capture (argv);
+  if (out == NULL)
+    return FALSE;
+  fputs (out, stderr);
+  g_autofree char *ctr_stamp = g_strdup_printf ("%s/.prepared-%u", data, items);
+  return g_file_set_contents (stamp, "", 0, NULL) && g_file_set_contents (ctr_stamp, "", 0, NULL);
+}
+
 /* CPU seconds (user + system) of process @pid so far (0: this one, all its threads); 0 when it
  * is gone. */
 static inline double
@@ -219,4 +241,71 @@ bench_speed_probe_us (void)
     t[r] = (double) (t1.tv_sec - t0.tv_sec) * 1e6 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e3;
   }
   return bench_quantile (t, RUNS, 0.5);
+}
+
+/* A `sedp serve` started by a benchmark: its pid, the predict URL of its pipeline, and the thread
+ * that drains its stderr. */
+typedef struct {
+  GPid pid;
+  char url[512];
+  GThread *drain;
+} BenchServer;
+
+/* Starts `sedp serve @pipeline --listen 127.0.0.1:0 [@extra…]` and waits until it says it is
+ * ready (warmed up); @s->url is then `http://HOST:PORT/v1/pipelines/@name:predict`. @extra is
+ * NULL-terminated (nullable). FALSE with the reason on stderr. */
+static inline gboolean
+bench_server_start (BenchServer *s, const char *sedp, const char *pipeline, const char *name,
+                    const char *const *extra)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  const char *head[] = {sedp, "serve", pipeline, "--listen", "127.0.0.1:0"};
+  for (guint i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (argv, (gpointer) head[i]);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add (argv, (gpointer) extra[i]);
+  g_ptr_array_add (argv, NULL);
+  int err_fd = -1;
+  g_autoptr (GError) error = NULL;
+  memset (s, 0, sizeof *s);
+  gboolean ok = g_spawn_async_with_pipes (NULL, (char **) argv->pdata, NULL,
+                                          G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &s->pid, NULL,
+                                          NULL, &err_fd, &error);
+  g_ptr_array_unref (argv);
+  if (!ok) {
+    fprintf (stderr, "%s: %s\n", g_get_prgname (), error->message);
+    return FALSE;
+  }
+  FILE *f = fdopen (err_fd, "r");
+  char line[4096], host[256] = "";
+  guint port = 0;
+  while (fgets (line, sizeof line, f)) {
+    fprintf (stderr, "%s: server: %s", g_get_prgname (), line);
+    const char *p = strstr (line, "listening on http://");
+    if (p && sscanf (p, "listening on http://%255[^:]:%u", host, &port) == 2)
+      g_snprintf (s->url, sizeof s->url, "http://%s:%u/v1/pipelines/%s:predict", host, port, name);
+    if (s->url[0] && strstr (line, "sedp serve: ready"))
+      break;
+  }
+  if (s->url[0] == '\0' || feof (f)) {
+    fclose (f);
+    fprintf (stderr, "%s: the server of %s did not start\n", g_get_prgname (), pipeline);
+    return FALSE;
+  }
+  s->drain = g_thread_new ("drain", bench_drain_stderr, f);
+  return TRUE;
+}
+
+/* Stops (SIGTERM, then waits for) a server started by bench_server_start(); zeroes @s. */
+static inline void
+bench_server_stop (BenchServer *s)
+{
+  if (s->pid) {
+    kill (s->pid, SIGTERM);
+    waitpid (s->pid, NULL, 0);
+    g_spawn_close_pid (s->pid);
+  }
+  if (s->drain)
+    g_thread_join (s->drain);
+  memset (s, 0, sizeof *s);
 }
