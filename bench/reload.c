@@ -56,7 +56,7 @@
  * --window-before S (0.5), --window-after S (1.5), --rss-settle S (5), --rss-trace FILE,
  * --new-embeddings. SEDP_BENCH_QUICK=1 shortens every phase (a smoke run). */
 #define _GNU_SOURCE
-#include "bench-process.h"
+#include "bench-http.h"
 #include "load/capacity.h"
 #include "load/http-answer.h"
 #include "sedp.pb-c.h"
@@ -318,78 +318,14 @@ on_response (guint index, guint status, GBytes *body, gint64 latency_us, gpointe
   g_array_append_val (a->records, rec);
 }
 
-/* ---- a small HTTP/1.1 client for the admin API and /metrics ---- */
+/* ---- the admin API and /metrics (bench-http.h) ---- */
 
 static struct sockaddr_in server_addr;
 
-/* Reads the answer on @fd into @a (the project's parser: chunked coding, interim answers). */
-static HttpAnswerParse
-read_answer (int fd, HttpAnswer *a)
-{
-  for (;;) {
-    gsize room;
-    guint8 *at = http_answer_room (a, &room);
-    ssize_t r = recv (fd, at, room, 0);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return HTTP_ANSWER_BAD;
-    HttpAnswerParse st = r == 0 ? http_answer_end (a) : http_answer_add (a, (gsize) r);
-    if (st != HTTP_ANSWER_MORE)
-      return st;
-  }
-}
-
-/* @method @path to the server (with "Authorization: Bearer @token" when given, no body); returns
- * the HTTP status (0: no answer) and the body in *@body (NUL-terminated; free it). */
 static guint
 http_call (const char *method, const char *path, const char *token, char **body)
 {
-  *body = NULL;
-  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return 0;
-  struct timeval tv = {.tv_sec = 120};
-  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect (fd, (struct sockaddr *) &server_addr, sizeof server_addr) != 0) {
-    close (fd);
-    return 0;
-  }
-  g_autofree char *head = bench_http_head (method, path, NULL, 0, FALSE, ntohs (server_addr.sin_port));
-  g_autoptr (GString) h = g_string_new (head);
-  g_autofree char *auth = token ? g_strdup_printf ("Authorization: Bearer %s\r\n", token) : NULL;
-  if (auth) /* before the blank line that ends the head */
-    g_string_insert (h, (gssize) h->len - 2, auth);
-  HttpAnswer a;
-  http_answer_init (&a, "sedp serve");
-  guint status = 0;
-  if (bench_send_all (fd, (const guint8 *) h->str, h->len) && read_answer (fd, &a) == HTTP_ANSWER_DONE) {
-    g_autoptr (GBytes) b = http_answer_body (&a);
-    gsize n;
-    const char *data = g_bytes_get_data (b, &n);
-    *body = g_strndup (data ? data : "", n);
-    status = a.code;
-  }
-  http_answer_clear (&a);
-  close (fd);
-  return status;
-}
-
-/* The value of the first sample of /metrics text @text whose name and labels start with
- * @prefix; -1 when there is none. */
-static double
-metric (const char *text, const char *prefix)
-{
-  for (const char *p = text; p && *p;) {
-    if (g_str_has_prefix (p, prefix)) {
-      const char *v = strchr (p, ' ');
-      return v ? g_ascii_strtod (v + 1, NULL) : -1;
-    }
-    p = strchr (p, '\n');
-    p = p ? p + 1 : NULL;
-  }
-  return -1;
+  return bench_http_call (&server_addr, method, path, token, body);
 }
 
 /* ---- the server and its memory ---- */
@@ -1372,11 +1308,11 @@ run (Bench *b, double capacity, double rate, double apart)
   g_autofree char *loaded_key = g_strconcat ("sedp_model_reloads_total", labels, ",result=\"loaded\"", NULL);
   g_autofree char *failed_key = g_strconcat ("sedp_model_reloads_total", labels, ",result=\"failed\"", NULL);
   g_autofree char *guard_key = g_strconcat ("sedp_model_rollbacks_total", labels, ",reason=\"guard\"", NULL);
-  double swap_us_max = st == 200 ? metric (metrics, swap_key) : -1;
+  double swap_us_max = st == 200 ? bench_metric (metrics, swap_key) : -1;
   printf ("RESULT reloads_total=%u server_reloads_loaded=%.0f server_reloads_failed=%.0f "
           "server_rollbacks_guard=%.0f fast_reloads=%d fast_reloads_done=%s\n",
-          b->reloads->len, st == 200 ? metric (metrics, loaded_key) : -1,
-          st == 200 ? metric (metrics, failed_key) : -1, st == 200 ? metric (metrics, guard_key) : -1,
+          b->reloads->len, st == 200 ? bench_metric (metrics, loaded_key) : -1,
+          st == 200 ? bench_metric (metrics, failed_key) : -1, st == 200 ? bench_metric (metrics, guard_key) : -1,
           o->fast_reloads, ok ? "yes" : "no");
   printf ("RESULT swap_us_max=%.0f\n", swap_us_max);
 

@@ -17,7 +17,7 @@
  *     (medians of the phases), and b's refusals are counted.
  *
  * Prints RESULT lines on stdout, progress on stderr. */
-#include "bench-process.h"
+#include "bench-http.h"
 #include "load/loadgen.h"
 
 #include <glib/gstdio.h>
@@ -202,6 +202,58 @@ median (double *v, guint n)
   return bench_quantile (v, n, 0.5);
 }
 
+/* ---- where the CPU goes ---- */
+
+/* The sum of sedp_stage_process_us_sum over the stages whose name starts with "model" in
+ * /metrics text @text (sedp serve labels each sample {pipeline="P",stage="S"}). */
+static double
+model_process_us (const char *text)
+{
+  double sum = 0;
+  g_auto (GStrv) lines = g_strsplit (text ? text : "", "\n", -1);
+  for (guint i = 0; lines[i]; i++) {
+    const char *v = strrchr (lines[i], ' ');
+    if (g_str_has_prefix (lines[i], "sedp_stage_process_us_sum{") &&
+        strstr (lines[i], "stage=\"model") && v)
+      sum += g_ascii_strtod (v + 1, NULL);
+  }
+  return sum;
+}
+
+/* CPU of servers @s[0..n) (each sent @loads[i] at @rate) per request answered by all: the
+ * processes' CPU in *@cpu_ms, that of their model stages' process calls in *@model_ms. */
+static gboolean
+measure_cpu (BenchServer *s, Load *loads, guint n, double rate, double *cpu_ms, double *model_ms)
+{
+  double cpu0[8], m0[8], cpu = 0, model = 0;
+  struct sockaddr_in addr[8];
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *text = NULL;
+    if (!bench_http_addr (s[i].url, &addr[i]) ||
+        bench_http_call (&addr[i], "GET", "/metrics", NULL, &text) != 200)
+      return FALSE;
+    m0[i] = model_process_us (text);
+    cpu0[i] = bench_process_cpu (s[i].pid);
+    loads[i].rate = rate;
+  }
+  if (!run_loads (loads, n))
+    return FALSE;
+  guint64 answered = G_MAXUINT64;
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *text = NULL;
+    if (bench_http_call (&addr[i], "GET", "/metrics", NULL, &text) != 200)
+      return FALSE;
+    model += model_process_us (text) - m0[i];
+    cpu += bench_process_cpu (s[i].pid) - cpu0[i];
+    answered = MIN (answered, sedp_loadgen_results_get_counts (loads[i].results)->ok);
+  }
+  if (answered == 0)
+    return FALSE;
+  *cpu_ms = cpu * 1e3 / (double) answered;
+  *model_ms = model / 1e3 / (double) answered;
+  return TRUE;
+}
+
 /* ---- (a) three models in one pipeline against three pipelines ---- */
 
 static gboolean
@@ -216,7 +268,8 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
   if (multi == NULL || !separate[0] || !separate[1] || !separate[2])
     return FALSE;
   double ratio[64], multi_rps[64], sep_rps[64];
-  double start_multi = 40, start_sep = 40;
+  double multi_cpu[64], multi_model[64], sep_cpu[64], sep_model[64], bound[64], cpu_ratio[64];
+  double start_multi = 40, start_sep = 0;
   gboolean ok = TRUE;
   for (gint r = 0; r < rounds && ok; r++) {
     BenchServer s[3];
@@ -226,6 +279,11 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
       break;
     loads[0] = (Load){.url = s[0].url, .workload = workload, .seconds = probe_seconds, .seed = 1 + r};
     multi_rps[r] = search_rate (loads, 1, start_multi, "multi");
+    /* CPU per request, both arrangements at the same rate that both sustain. */
+    double cpu_rate = 0.5 * multi_rps[r];
+    if (multi_rps[r] > 0 &&
+        !measure_cpu (s, loads, 1, cpu_rate, &multi_cpu[r], &multi_model[r]))
+      multi_cpu[r] = multi_model[r] = 0;
     bench_server_stop (&s[0]);
     g_clear_pointer (&loads[0].results, sedp_loadgen_results_free);
     guint started = 0;
@@ -236,7 +294,9 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
                               .seconds = probe_seconds, .seed = 1 + r};
     }
     if (ok)
-      sep_rps[r] = search_rate (loads, 3, start_sep, "separate");
+      sep_rps[r] = search_rate (loads, 3, start_sep > 0 ? start_sep : 40, "separate");
+    if (ok && !measure_cpu (s, loads, 3, cpu_rate, &sep_cpu[r], &sep_model[r]))
+      sep_cpu[r] = sep_model[r] = 0;
     for (guint i = 0; i < started; i++) {
       bench_server_stop (&s[i]);
       g_clear_pointer (&loads[i].results, sedp_loadgen_results_free);
@@ -245,8 +305,15 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
     if (!ok)
       break;
     ratio[r] = multi_rps[r] / sep_rps[r];
-    fprintf (stderr, "tenants: round %d: multi %.1f req/s, separate %.1f req/s, ratio %.3f\n", r + 1,
-             multi_rps[r], sep_rps[r], ratio[r]);
+    /* What sharing can give at most: the multi pipeline's work outside the models (S) done
+     * three times, the models' (M) once: (3 S + M) / (S + M). */
+    double shared = multi_cpu[r] - multi_model[r];
+    bound[r] = multi_cpu[r] > 0 ? (3 * shared + multi_model[r]) / multi_cpu[r] : 0;
+    cpu_ratio[r] = multi_cpu[r] > 0 ? sep_cpu[r] / multi_cpu[r] : 0;
+    fprintf (stderr, "tenants: round %d: multi %.1f req/s, separate %.1f req/s, ratio %.3f; CPU per "
+             "request: multi %.2f ms (models %.2f), separate %.2f ms (models %.2f); bound %.3f\n",
+             r + 1, multi_rps[r], sep_rps[r], ratio[r], multi_cpu[r], multi_model[r], sep_cpu[r],
+             sep_model[r], bound[r]);
     start_multi = multi_rps[r];
     start_sep = sep_rps[r];
   }
@@ -263,6 +330,12 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
   printf ("RESULT separate_rps=%.1f\n", median (sep_rps, rounds));
   printf ("RESULT multi_over_separate=%.3f\n", median (ratio, rounds));
   printf ("RESULT multi_over_separate_rounds=%s\n", list->str);
+  printf ("RESULT multi_cpu_ms_per_request=%.2f multi_model_cpu_ms_per_request=%.2f\n",
+          median (multi_cpu, rounds), median (multi_model, rounds));
+  printf ("RESULT separate_cpu_ms_per_request=%.2f separate_model_cpu_ms_per_request=%.2f\n",
+          median (sep_cpu, rounds), median (sep_model, rounds));
+  printf ("RESULT separate_over_multi_cpu=%.3f\n", median (cpu_ratio, rounds));
+  printf ("RESULT multi_over_separate_bound=%.3f\n", median (bound, rounds));
   return TRUE;
 }
 
