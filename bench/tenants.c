@@ -17,8 +17,9 @@
  *     answers pooled over its p99 alone (likewise pooled), and b's refusals are counted.
  *
  * Prints RESULT lines on stdout, progress on stderr. */
-#include "bench-http.h"
+#include "bench-process.h"
 #include "load/loadgen.h"
+#include "redis-harness.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -28,6 +29,10 @@
 static double probe_seconds = 5, slo_p99_ms = 100, b_load = 0.5, quota_share = 0.1;
 static gint rounds = 3, users = 100000, items = 300, phases = 12;
 static gdouble phase_seconds = 15;
+/* (a) with --cube redis: the lookups of every pipeline go to this redis-server (the cube pushed
+ * as ctr_example) instead of the cube in memory. */
+static char *redis_url;
+static int redis_pid;
 
 /* ---- pipelines ---- */
 
@@ -53,11 +58,20 @@ pipeline_load (const char *src, const char *file, const char *data)
   return kf;
 }
 
-/* Writes @kf as @dir/@name.pipeline with [pipeline] name = @name; returns the path. */
+/* Writes @kf as @dir/@name.pipeline with [pipeline] name = @name (its lookup from Redis when
+ * redis_url is set); returns the path. */
 static char *
 pipeline_save (GKeyFile *kf, const char *dir, const char *name)
 {
   g_key_file_set_string (kf, "pipeline", "name", name);
+  if (redis_url) {
+    g_key_file_set_string (kf, "stage lookup", "backend", "redis");
+    g_key_file_set_string (kf, "stage lookup", "redis", redis_url);
+    g_key_file_set_string (kf, "stage lookup", "name", "ctr_example");
+    g_key_file_remove_key (kf, "stage lookup", "cube", NULL);
+    /* Waiting on the network, not computing: four workers keep several lookups in flight. */
+    g_key_file_set_integer (kf, "stage lookup", "parallelism", 4);
+  }
   g_autofree char *file = g_strdup_printf ("%s.pipeline", name);
   char *path = g_build_filename (dir, file, NULL);
   g_autoptr (GError) error = NULL;
@@ -204,35 +218,39 @@ median (double *v, guint n)
 
 /* ---- where the CPU goes ---- */
 
-/* The sum of sedp_stage_process_us_sum over the stages whose name starts with "model" in
- * /metrics text @text (sedp serve labels each sample {pipeline="P",stage="S"}). */
+/* CPU seconds of the threads of process @pid whose name starts with @prefix (a stage's workers
+ * are "sedp-" and the stage's name cut to 10 characters). */
 static double
-model_process_us (const char *text)
+threads_cpu (int pid, const char *prefix)
 {
+  g_autofree char *dir = g_strdup_printf ("/proc/%d/task", pid);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
   double sum = 0;
-  g_auto (GStrv) lines = g_strsplit (text ? text : "", "\n", -1);
-  for (guint i = 0; lines[i]; i++) {
-    const char *v = strrchr (lines[i], ' ');
-    if (g_str_has_prefix (lines[i], "sedp_stage_process_us_sum{") &&
-        strstr (lines[i], "stage=\"model") && v)
-      sum += g_ascii_strtod (v + 1, NULL);
+  const char *tid;
+  while (d && (tid = g_dir_read_name (d))) {
+    g_autofree char *path = g_strdup_printf ("%s/%s/stat", dir, tid), *text = NULL;
+    if (!g_file_get_contents (path, &text, NULL, NULL))
+      continue;
+    const char *open = strchr (text, '('), *close = strrchr (text, ')');
+    unsigned long utime = 0, stime = 0;
+    if (open == NULL || close == NULL || strncmp (open + 1, prefix, strlen (prefix)) != 0 ||
+        sscanf (close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+      continue;
+    sum += (double) (utime + stime) / (double) sysconf (_SC_CLK_TCK);
   }
   return sum;
 }
 
 /* CPU of servers @s[0..n) (each sent @loads[i] at @rate) per request answered by all: the
- * processes' CPU in *@cpu_ms, that of their model stages' process calls in *@model_ms. */
+ * processes' CPU in *@cpu_ms, that of their model stages' workers in *@model_ms. The workers of
+ * the stages named model* are threads "sedp-model…". */
 static gboolean
 measure_cpu (BenchServer *s, Load *loads, guint n, double rate, double *cpu_ms, double *model_ms)
 {
   double cpu0[8], m0[8], cpu = 0, model = 0;
-  struct sockaddr_in addr[8];
+  double redis0 = redis_pid ? bench_process_cpu (redis_pid) : 0;
   for (guint i = 0; i < n; i++) {
-    g_autofree char *text = NULL;
-    if (!bench_http_addr (s[i].url, &addr[i]) ||
-        bench_http_call (&addr[i], "GET", "/metrics", NULL, &text) != 200)
-      return FALSE;
-    m0[i] = model_process_us (text);
+    m0[i] = threads_cpu (s[i].pid, "sedp-model");
     cpu0[i] = bench_process_cpu (s[i].pid);
     loads[i].rate = rate;
   }
@@ -240,17 +258,15 @@ measure_cpu (BenchServer *s, Load *loads, guint n, double rate, double *cpu_ms, 
     return FALSE;
   guint64 answered = G_MAXUINT64;
   for (guint i = 0; i < n; i++) {
-    g_autofree char *text = NULL;
-    if (bench_http_call (&addr[i], "GET", "/metrics", NULL, &text) != 200)
-      return FALSE;
-    model += model_process_us (text) - m0[i];
+    model += threads_cpu (s[i].pid, "sedp-model") - m0[i];
     cpu += bench_process_cpu (s[i].pid) - cpu0[i];
     answered = MIN (answered, sedp_loadgen_results_get_counts (loads[i].results)->ok);
   }
   if (answered == 0)
     return FALSE;
+  cpu += redis_pid ? bench_process_cpu (redis_pid) - redis0 : 0; /* the lookups' server */
   *cpu_ms = cpu * 1e3 / (double) answered;
-  *model_ms = model / 1e3 / (double) answered;
+  *model_ms = model * 1e3 / (double) answered;
   return TRUE;
 }
 
@@ -258,7 +274,7 @@ measure_cpu (BenchServer *s, Load *loads, guint n, double rate, double *cpu_ms, 
 
 static gboolean
 part_multi (const char *sedp, const char *src, const char *data, const char *dir,
-            SedpWorkload *workload)
+            SedpWorkload *workload, const char *key)
 {
   g_autoptr (GKeyFile) kf = pipeline_load (src, "multi-model.pipeline", data);
   g_autofree char *multi = kf ? pipeline_save (kf, dir, "multi") : NULL;
@@ -324,19 +340,43 @@ part_multi (const char *sedp, const char *src, const char *data, const char *dir
   g_autoptr (GString) list = g_string_new (NULL);
   for (gint r = 0; r < rounds; r++)
     g_string_append_printf (list, "%s%.3f", r ? "," : "", ratio[r]);
-  printf ("RESULT multi_slo_p99_ms=%g probe_s=%g rounds=%d items=%d\n", slo_p99_ms, probe_seconds,
-          rounds, items);
-  printf ("RESULT multi_rps=%.1f\n", median (multi_rps, rounds));
-  printf ("RESULT separate_rps=%.1f\n", median (sep_rps, rounds));
-  printf ("RESULT multi_over_separate=%.3f\n", median (ratio, rounds));
-  printf ("RESULT multi_over_separate_rounds=%s\n", list->str);
-  printf ("RESULT multi_cpu_ms_per_request=%.2f multi_model_cpu_ms_per_request=%.2f\n",
-          median (multi_cpu, rounds), median (multi_model, rounds));
-  printf ("RESULT separate_cpu_ms_per_request=%.2f separate_model_cpu_ms_per_request=%.2f\n",
-          median (sep_cpu, rounds), median (sep_model, rounds));
-  printf ("RESULT separate_over_multi_cpu=%.3f\n", median (cpu_ratio, rounds));
-  printf ("RESULT multi_over_separate_bound=%.3f\n", median (bound, rounds));
+  printf ("RESULT %smulti_slo_p99_ms=%g probe_s=%g rounds=%d items=%d\n", key, slo_p99_ms,
+          probe_seconds, rounds, items);
+  printf ("RESULT %smulti_rps=%.1f\n", key, median (multi_rps, rounds));
+  printf ("RESULT %sseparate_rps=%.1f\n", key, median (sep_rps, rounds));
+  printf ("RESULT %smulti_over_separate=%.3f\n", key, median (ratio, rounds));
+  printf ("RESULT %smulti_over_separate_rounds=%s\n", key, list->str);
+  printf ("RESULT %smulti_cpu_ms_per_request=%.2f %smulti_model_cpu_ms_per_request=%.2f\n", key,
+          median (multi_cpu, rounds), key, median (multi_model, rounds));
+  printf ("RESULT %sseparate_cpu_ms_per_request=%.2f %sseparate_model_cpu_ms_per_request=%.2f\n", key,
+          median (sep_cpu, rounds), key, median (sep_model, rounds));
+  printf ("RESULT %sseparate_over_multi_cpu=%.3f\n", key, median (cpu_ratio, rounds));
+  printf ("RESULT %smulti_over_separate_bound=%.3f\n", key, median (bound, rounds));
   return TRUE;
+}
+
+/* (a) again with every lookup from a redis-server on loopback (the cube pushed once): the
+ * parameter store of a deployment whose embeddings do not fit one machine. */
+static gboolean
+part_multi_redis (const char *sedp, const char *src, const char *data, const char *dir,
+                  SedpWorkload *workload)
+{
+  g_autoptr (GError) error = NULL;
+  RedisServer *redis = redis_server_new (FALSE, &error);
+  if (redis == NULL) {
+    fprintf (stderr, "tenants: %s\n", error->message);
+    return FALSE;
+  }
+  redis_url = redis_server_url (redis);
+  redis_pid = redis->pid;
+  g_autofree char *cube = g_build_filename (data, "cube", NULL);
+  char *argv[] = {(char *) sedp, "cube", "push", cube, "--redis", redis_url, "--name", "ctr_example", NULL};
+  g_autofree char *pushed = bench_run_capture (argv);
+  gboolean ok = pushed && part_multi (sedp, src, data, dir, workload, "redis_");
+  g_clear_pointer (&redis_url, g_free);
+  redis_pid = 0;
+  redis_server_free (redis);
+  return ok;
 }
 
 /* ---- (b) the A/B split, and again after a restart ---- */
@@ -551,9 +591,12 @@ int
 main (int argc, char **argv)
 {
   g_set_prgname ("tenants");
-  g_autofree char *part = NULL;
+  g_autofree char *part = NULL, *cube_opt = NULL;
   const GOptionEntry entries[] = {
     {"part", 0, 0, G_OPTION_ARG_STRING, &part, "Only this part: multi, ab or isolation", "P"},
+    {"cube", 0, 0, G_OPTION_ARG_STRING, &cube_opt,
+     "(a) Where the lookups go: local (the cube in memory), redis (a redis-server on loopback) or "
+     "both (default)", "local|redis|both"},
     {"rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "(a) Rounds of the two searches (default 3)", "N"},
     {"probe-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &probe_seconds, "Seconds per probe (default 5)", "S"},
     {"slo-p99-ms", 0, 0, G_OPTION_ARG_DOUBLE, &slo_p99_ms, "The p99 to keep (default 100)", "MS"},
@@ -573,6 +616,12 @@ main (int argc, char **argv)
     fprintf (stderr, "tenants: %s\n", error ? error->message : "an option is out of range");
     return 2;
   }
+  const char *cube_mode = cube_opt ? cube_opt : "both";
+  if (strcmp (cube_mode, "local") != 0 && strcmp (cube_mode, "redis") != 0 &&
+      strcmp (cube_mode, "both") != 0) {
+    fprintf (stderr, "tenants: --cube: local, redis or both, not '%s'\n", cube_mode);
+    return 2;
+  }
   g_autofree char *build = NULL, *src = NULL, *sedp = NULL, *data = NULL;
   bench_paths (&build, &src, &sedp, &data);
   g_autofree char *tmp = g_dir_make_tmp ("sedp-tenants-XXXXXX", &error);
@@ -590,8 +639,10 @@ main (int argc, char **argv)
   gboolean ok = TRUE;
   if (ok && (part == NULL || strcmp (part, "ab") == 0))
     ok = part_ab (sedp, src, tmp);
-  if (ok && (part == NULL || strcmp (part, "multi") == 0))
-    ok = part_multi (sedp, src, data, tmp, workload);
+  if (ok && (part == NULL || strcmp (part, "multi") == 0) && strcmp (cube_mode, "redis") != 0)
+    ok = part_multi (sedp, src, data, tmp, workload, "");
+  if (ok && (part == NULL || strcmp (part, "multi") == 0) && strcmp (cube_mode, "local") != 0)
+    ok = part_multi_redis (sedp, src, data, tmp, workload);
   if (ok && (part == NULL || strcmp (part, "isolation") == 0))
     ok = part_isolation (sedp, src, data, tmp);
   return ok ? 0 : 1;
