@@ -12,9 +12,10 @@
  *     restart): each arm's share against its weight, and the share of users in the same arm.
  * (c) isolation: tenants a and b on one pipeline (a router by the request's tenant before the
  *     shared features; each tenant its own model), tenant a with branch_max_rate = Q. Tenant b
- *     sends at --b-load of the pipeline's capacity; a is either silent (b alone) or floods at
- *     3 × Q, in alternating phases; isolation_p99_ratio is b's p99 over the flooded phases'
- *     answers pooled over its p99 alone (likewise pooled), and b's refusals are counted.
+ *     sends at --b-load of the pipeline's capacity; a is silent (b alone), sends at Q (what its
+ *     quota lets it take) or floods at 3 × Q, in phases taken in turn; isolation_p99_ratio is
+ *     b's p99 over the flooded phases' answers pooled over its p99 alone (likewise pooled),
+ *     isolation_p99_ratio_over_at_quota over its p99 beside a at its quota; b's errors counted.
  *
  * Prints RESULT lines on stdout, progress on stderr. */
 #include "bench-process.h"
@@ -530,18 +531,22 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
   double quota = quota_share * capacity;
   g_autofree char *pl = capacity > 0 ? tenants_pipeline (src, data, dir, quota) : NULL;
   ok = pl && bench_server_start (&s, sedp, pl, "tenants", NULL);
-  double alone[64], flooded[64], a_ok_rps[64];
-  g_autoptr (GArray) pool_alone = g_array_new (FALSE, FALSE, sizeof (double));
-  g_autoptr (GArray) pool_flooded = g_array_new (FALSE, FALSE, sizeof (double));
-  guint n_alone = 0, n_flooded = 0;
+  /* Phases in turn: b alone; a at its quota (what the quota lets it take); a at 3x its quota. */
+  enum { ALONE, AT_QUOTA, FLOODED, KINDS };
+  static const char *const kind_name[] = {"b alone", "a at its quota", "a floods"};
+  double p99s[KINDS][64], a_ok_rps[64];
+  guint n[KINDS] = {0};
+  GArray *pool[KINDS];
+  for (guint k = 0; k < KINDS; k++)
+    pool[k] = g_array_new (FALSE, FALSE, sizeof (double));
   guint64 b_refused = 0, b_requests = 0;
   for (gint ph = 0; ok && ph < phases; ph++) {
-    gboolean flood = ph % 2 == 1;
+    guint kind = (guint) ph % KINDS;
     Load loads[2] = {{.url = s.url, .workload = wb, .rate = b_load * capacity,
                       .seconds = phase_seconds, .seed = 11 + ph},
-                     {.url = s.url, .workload = wa, .rate = 3 * quota, .seconds = phase_seconds,
-                      .seed = 101 + ph}};
-    ok = run_loads (loads, flood ? 2 : 1);
+                     {.url = s.url, .workload = wa, .rate = (kind == FLOODED ? 3 : 1) * quota,
+                      .seconds = phase_seconds, .seed = 101 + ph}};
+    ok = run_loads (loads, kind == ALONE ? 1 : 2);
     if (!ok)
       break;
     double p99 = p99_ms (&loads[0]);
@@ -549,19 +554,15 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
     const gint64 *lat = sedp_loadgen_results_get_latencies_us (loads[0].results, &n_lat);
     for (guint i = 0; i < n_lat; i++) {
       double ms = (double) lat[i] / 1e3;
-      g_array_append_val (flood ? pool_flooded : pool_alone, ms);
+      g_array_append_val (pool[kind], ms);
     }
     b_refused += refused (&loads[0]);
     b_requests += sedp_loadgen_results_get_counts (loads[0].results)->arrivals;
-    if (flood) {
-      a_ok_rps[n_flooded] = sedp_loadgen_results_get_requests_per_s (loads[1].results);
-      flooded[n_flooded++] = p99;
-    } else {
-      alone[n_alone++] = p99;
-    }
-    fprintf (stderr, "tenants: phase %d (%s): b p99 %.1f ms, b errors %" G_GUINT64_FORMAT "%s\n",
-             ph + 1, flood ? "a floods" : "b alone", p99, refused (&loads[0]),
-             flood ? "" : "");
+    if (kind == FLOODED)
+      a_ok_rps[n[FLOODED]] = sedp_loadgen_results_get_requests_per_s (loads[1].results);
+    p99s[kind][n[kind]++] = p99;
+    fprintf (stderr, "tenants: phase %d (%s): b p99 %.1f ms, b errors %" G_GUINT64_FORMAT "\n",
+             ph + 1, kind_name[kind], p99, refused (&loads[0]));
     for (guint i = 0; i < 2; i++)
       g_clear_pointer (&loads[i].results, sedp_loadgen_results_free);
   }
@@ -571,17 +572,23 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
     sedp_workload_unref (wa);
   if (wb)
     sedp_workload_unref (wb);
-  if (!ok || n_alone == 0 || n_flooded == 0)
+  double pooled[KINDS];
+  for (guint k = 0; k < KINDS; k++) {
+    ok = ok && n[k] > 0;
+    pooled[k] = bench_quantile_rank ((double *) pool[k]->data, pool[k]->len, 0.99);
+    g_array_unref (pool[k]);
+  }
+  if (!ok)
     return FALSE;
-  double pa = bench_quantile_rank ((double *) pool_alone->data, pool_alone->len, 0.99);
-  double pf = bench_quantile_rank ((double *) pool_flooded->data, pool_flooded->len, 0.99);
-  double phase_ratio = median (flooded, n_flooded) / median (alone, n_alone);
   printf ("RESULT isolation_capacity_rps=%.1f isolation_b_rps=%.1f isolation_a_quota_rps=%.1f "
           "isolation_a_offered_rps=%.1f\n", capacity, b_load * capacity, quota, 3 * quota);
-  printf ("RESULT isolation_a_answered_rps=%.1f\n", median (a_ok_rps, n_flooded));
-  printf ("RESULT isolation_b_p99_alone_ms=%.2f isolation_b_p99_flooded_ms=%.2f\n", pa, pf);
-  printf ("RESULT isolation_p99_ratio=%.3f\n", pf / pa);
-  printf ("RESULT isolation_p99_ratio_phase_medians=%.3f\n", phase_ratio);
+  printf ("RESULT isolation_a_answered_rps=%.1f\n", median (a_ok_rps, n[FLOODED]));
+  printf ("RESULT isolation_b_p99_alone_ms=%.2f isolation_b_p99_a_at_quota_ms=%.2f "
+          "isolation_b_p99_flooded_ms=%.2f\n", pooled[ALONE], pooled[AT_QUOTA], pooled[FLOODED]);
+  printf ("RESULT isolation_p99_ratio=%.3f\n", pooled[FLOODED] / pooled[ALONE]);
+  printf ("RESULT isolation_p99_ratio_over_at_quota=%.3f\n", pooled[FLOODED] / pooled[AT_QUOTA]);
+  printf ("RESULT isolation_p99_ratio_phase_medians=%.3f\n",
+          median (p99s[FLOODED], n[FLOODED]) / median (p99s[ALONE], n[ALONE]));
   printf ("RESULT isolation_b_errors=%" G_GUINT64_FORMAT " isolation_b_requests=%" G_GUINT64_FORMAT "\n",
           b_refused, b_requests);
   return TRUE;
@@ -604,7 +611,7 @@ main (int argc, char **argv)
     {"users", 0, 0, G_OPTION_ARG_INT, &users, "(b) User ids split (default 100000)", "N"},
     {"b-load", 0, 0, G_OPTION_ARG_DOUBLE, &b_load, "(c) Tenant b's rate, a share of capacity (default 0.5)", "X"},
     {"quota-share", 0, 0, G_OPTION_ARG_DOUBLE, &quota_share, "(c) Tenant a's quota, a share of capacity (default 0.1)", "X"},
-    {"phases", 0, 0, G_OPTION_ARG_INT, &phases, "(c) Alternating phases (default 12)", "N"},
+    {"phases", 0, 0, G_OPTION_ARG_INT, &phases, "(c) Phases, the three kinds in turn (default 12)", "N"},
     {"phase-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &phase_seconds, "(c) Seconds per phase (default 15)", "S"},
     G_OPTION_ENTRY_NULL,
   };
@@ -612,7 +619,7 @@ main (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || rounds < 1 || rounds > 64 ||
-      phases < 2 || phases > 64 || users < 1 || items < 1) {
+      phases < 3 || phases > 64 || users < 1 || items < 1) {
     fprintf (stderr, "tenants: %s\n", error ? error->message : "an option is out of range");
     return 2;
   }
