@@ -19,6 +19,7 @@
 typedef struct {
   char *tag;
   gint64 delay_us;
+  gboolean fixed_delay;
   gboolean make_items;
   gboolean set_data;
   gboolean check_data;
@@ -41,6 +42,7 @@ stamp_create (SedpStageContext *ctx, GError **error)
   const char *tag = sedp_stage_context_get_string (ctx, "tag");
   s->tag = g_strdup (tag && *tag ? tag : sedp_stage_context_get_name (ctx));
   s->delay_us = sedp_stage_context_get_int (ctx, "delay_us");
+  s->fixed_delay = sedp_stage_context_get_bool (ctx, "fixed_delay");
   s->make_items = sedp_stage_context_get_bool (ctx, "make_items");
   s->set_data = sedp_stage_context_get_bool (ctx, "set_data");
   s->check_data = sedp_stage_context_get_bool (ctx, "check_data");
@@ -116,7 +118,8 @@ stamp_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
 {
   Stamp *s = instance;
   if (s->delay_us > 0)
-    g_usleep ((gulong) g_random_int_range (0, (gint32) s->delay_us + 1));
+    g_usleep (s->fixed_delay ? (gulong) s->delay_us
+                             : (gulong) g_random_int_range (0, (gint32) s->delay_us + 1));
   for (guint e = 0; e < n_events; e++) {
     SedpEvent *ev = events[e];
     SedpRequest *req = sedp_event_get_request (ev);
@@ -172,6 +175,7 @@ stamp_destroy (gpointer instance)
 static const SedpOptionSpec stamp_options[] = {
   SEDP_OPTION_STRING_SPEC ("tag", NULL, "Column prefix (default: the stage name)"),
   SEDP_OPTION_INT_SPEC ("delay_us", "0", 0, 1000000, "Random delay per call, up to this"),
+  SEDP_OPTION_BOOL_SPEC ("fixed_delay", "false", "Sleep delay_us exactly, not a random part of it"),
   SEDP_OPTION_BOOL_SPEC ("make_items", "false", "Make N items from a payload holding N"),
   SEDP_OPTION_BOOL_SPEC ("set_data", "false", "Attach the request id as request data"),
   SEDP_OPTION_BOOL_SPEC ("check_data", "false", "Fail events whose request data is not their id"),

@@ -169,14 +169,19 @@ count_status (Collector *c, SedpStatus status, const char *needle)
 static void
 test_quota_inflight (void)
 {
-  SedpPipeline *p = start_ab ("branch_max_inflight = b:1", 100000);
+  /* B sleeps 200 ms exactly: the first request holds the branch's one unit while the next two
+   * are routed. */
+  g_autofree char *text = g_strdup_printf (ab_pipeline, "branch_max_inflight = b:1", 200000);
+  char *b = strstr (text, "[stage B]");
+  g_autofree char *fixed = g_strdup_printf ("%.*s[stage B]\nfixed_delay = true%s", (int) (b - text),
+                                            text, b + strlen ("[stage B]"));
+  SedpPipeline *p = start_pipeline (fixed);
   Collector c;
   collector_init (&c);
   SedpStatus st;
   for (guint k = 0; k < 3; k++) {
     g_autofree char *id = g_strdup_printf ("q%u:b", k);
     sedp_request_unref (submit_one (p, &c, id, k, 4, &st));
-    g_usleep (5000);
   }
   sedp_request_unref (submit_one (p, &c, "free:a", 5, 4, &st));
   CU_ASSERT_EQUAL_FATAL (collector_wait (&c, 4, 10), 4);
