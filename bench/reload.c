@@ -330,62 +330,14 @@ http_call (const char *method, const char *path, const char *token, char **body)
 
 /* ---- the server and its memory ---- */
 
-typedef struct {
-  GPid pid;
-  char url[512]; /* …/v1/pipelines/NAME:predict */
-  GThread *drain;
-} Server;
-
 /* Starts `sedp serve @pipeline` on a free loopback port with the admin API; waits until it is
- * ready (warmed up). */
+ * ready (warmed up); the admin calls go to its address. */
 static gboolean
-server_start (Server *s, const char *sedp, const char *pipeline, const char *name,
+server_start (BenchServer *s, const char *sedp, const char *pipeline, const char *name,
               const char *token_file)
 {
-  char *argv[] = {(char *) sedp, "serve", (char *) pipeline, "--listen", "127.0.0.1:0",
-                  "--admin-token-file", (char *) token_file, NULL};
-  int err_fd = -1;
-  g_autoptr (GError) error = NULL;
-  memset (s, 0, sizeof *s);
-  if (!g_spawn_async_with_pipes (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &s->pid,
-                                 NULL, NULL, &err_fd, &error)) {
-    fprintf (stderr, "reload: %s\n", error->message);
-    return FALSE;
-  }
-  FILE *f = fdopen (err_fd, "r");
-  char line[4096], host[256] = "";
-  guint port = 0;
-  while (fgets (line, sizeof line, f)) {
-    fprintf (stderr, "reload: server: %s", line);
-    const char *p = strstr (line, "listening on http://");
-    if (p && sscanf (p, "listening on http://%255[^:]:%u", host, &port) == 2)
-      g_snprintf (s->url, sizeof s->url, "http://%s:%u/v1/pipelines/%s:predict", host, port, name);
-    if (s->url[0] && strstr (line, "sedp serve: ready"))
-      break;
-  }
-  if (s->url[0] == '\0' || feof (f)) {
-    fclose (f);
-    fprintf (stderr, "reload: the server did not start\n");
-    return FALSE;
-  }
-  s->drain = g_thread_new ("drain", bench_drain_stderr, f);
-  server_addr.sin_family = AF_INET;
-  server_addr.sin_port = htons ((guint16) port);
-  inet_pton (AF_INET, host, &server_addr.sin_addr);
-  return TRUE;
-}
-
-static void
-server_stop (Server *s)
-{
-  if (s->pid) {
-    kill (s->pid, SIGTERM);
-    waitpid (s->pid, NULL, 0);
-    g_spawn_close_pid (s->pid);
-  }
-  if (s->drain)
-    g_thread_join (s->drain);
-  memset (s, 0, sizeof *s);
+  const char *extra[] = {"--admin-token-file", token_file, NULL};
+  return bench_server_start (s, sedp, pipeline, name, extra) && bench_http_addr (s->url, &server_addr);
 }
 
 /* VmRSS of @pid in kB; -1 when it is gone. */
@@ -617,7 +569,7 @@ typedef struct {
   const Options *o;
   char *sedp, *src, *data, *repo, *tmp, *token, *pipeline_name;
   GHashTable *expected;
-  Server server;
+  BenchServer server;
   RssSampler rss;
   gint64 next_version;
   GArray *reloads; /* Reload */
@@ -1435,7 +1387,7 @@ main (int argc, char **argv)
   g_thread_join (sampler);
   g_array_unref (b.rss.samples);
 out:
-  server_stop (&b.server);
+  bench_server_stop (&b.server);
   remove_tree (b.tmp);
   remove_tree (b.repo);
   if (b.expected)
