@@ -28,7 +28,7 @@
 
 
 static double probe_seconds = 5, slo_p99_ms = 100, b_load = 0.5, quota_share = 0.1;
-static gint rounds = 3, users = 100000, items = 300, phases = 12;
+static gint rounds = 3, users = 100000, items = 300, phases = 24;
 static gdouble phase_seconds = 15;
 /* (a) with --cube redis: the lookups of every pipeline go to this redis-server (the cube pushed
  * as ctr_example) instead of the cube in memory. */
@@ -611,7 +611,7 @@ main (int argc, char **argv)
     {"users", 0, 0, G_OPTION_ARG_INT, &users, "(b) User ids split (default 100000)", "N"},
     {"b-load", 0, 0, G_OPTION_ARG_DOUBLE, &b_load, "(c) Tenant b's rate, a share of capacity (default 0.5)", "X"},
     {"quota-share", 0, 0, G_OPTION_ARG_DOUBLE, &quota_share, "(c) Tenant a's quota, a share of capacity (default 0.1)", "X"},
-    {"phases", 0, 0, G_OPTION_ARG_INT, &phases, "(c) Phases, the three kinds in turn (default 12)", "N"},
+    {"phases", 0, 0, G_OPTION_ARG_INT, &phases, "(c) Phases, the three kinds in turn (default 24)", "N"},
     {"phase-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &phase_seconds, "(c) Seconds per phase (default 15)", "S"},
     G_OPTION_ENTRY_NULL,
   };
