@@ -145,7 +145,11 @@ deliver (gpointer data)
     g_autoptr (GBytes) body = sedp_protocol_encode_response (
         p->request, (const char *const *) p->served->outputs, p->instance->model_version, top_k,
         p->format);
-    guint code = status == SEDP_STATUS_TIMEOUT ? SOUP_STATUS_GATEWAY_TIMEOUT : SOUP_STATUS_OK;
+    /* A request a branch quota refused (docs/routing.md) is answered 503, as a full queue is,
+     * with its PredictResponse (status OVERLOADED, the message naming stage and branch). */
+    guint code = status == SEDP_STATUS_TIMEOUT      ? SOUP_STATUS_GATEWAY_TIMEOUT
+                 : status == SEDP_STATUS_OVERLOADED ? SOUP_STATUS_SERVICE_UNAVAILABLE
+                                                    : SOUP_STATUS_OK;
     soup_server_message_set_status (p->msg, code, NULL);
     gsize size;
     const char *data_ = g_bytes_get_data (body, &size);

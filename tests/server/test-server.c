@@ -410,6 +410,45 @@ test_deadline (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* A routed pipeline (docs/routing.md): the branch a request took is in its answer (routes); a
+ * request a branch quota refuses is answered 503 with its PredictResponse naming stage and
+ * branch; the other branch still answers, and the server stays healthy. */
+static void
+test_routes_and_quota (void)
+{
+  const char *routed = "[pipeline]\nname = ab\ndeadline_ms = 10000\n"
+                       "[stage reader]\nplugin = data_reader\n"
+                       "[stage ab]\nplugin = ab_router\nafter = reader\nby = value\nkey = tenant\n"
+                       "arms = a:50, b:50\nbranch_max_rate = a:0.2\n"
+                       "[stage x]\nplugin = synthetic_work\nafter = ab:a\noutput = score\n"
+                       "[stage y]\nplugin = synthetic_work\nafter = ab:b\noutput = score\n"
+                       "[stage out]\nplugin = passthrough\nafter = x, y\n";
+  const char *pipelines[] = {routed, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  /* by = value: the request's tenant names the arm */
+  Resp r;
+  predict_json (s.port, "ab", "{\"user\": {\"id\": 1, \"features\": {\"tenant\": \"a\"}}, "
+                              "\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"routes\":[\"ab:a\"]"));
+  resp_clear (&r);
+  predict_json (s.port, "ab", "{\"user\": {\"id\": 1, \"features\": {\"tenant\": \"a\"}}, "
+                              "\"items\": [{\"id\": 1}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 503);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"OVERLOADED\""));
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "stage 'ab': branch 'a' is over its quota (rate 0.2/s)"));
+  resp_clear (&r);
+  predict_json (s.port, "ab", "{\"user\": {\"id\": 2, \"features\": {\"tenant\": \"b\"}}, "
+                              "\"items\": [{\"id\": 1}, {\"id\": 2}]}", &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "\"routes\":[\"ab:b\"]"));
+  resp_clear (&r);
+  assert_healthy (s.port);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* The client's deadline_ms (JSON and protobuf) replaces the pipeline's. */
 static void
 test_client_deadline (void)
@@ -1236,6 +1275,7 @@ main (void)
   } tests[] = {
 #define T(f) {#f, f}
     T (test_predict_and_endpoints),
+    T (test_routes_and_quota),
     T (test_malformed),
     T (test_overload),
     T (test_deadline),
