@@ -567,7 +567,16 @@ item_status (SedpItemStatus s)
 typedef struct {
   guint index;
   float score;
+  gint64 rank; /* the responder's rank (0: best), -1 without one */
 } Ranked;
+
+/* The responder's order: its rank, which follows its own `order` and puts NaN last. */
+static int
+rank_cmp (const void *a, const void *b)
+{
+  const Ranked *x = a, *y = b;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
 
 static int
 ranked_cmp (const void *a, const void *b)
@@ -684,8 +693,9 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   g_autoptr (GArray) scores = g_array_new (FALSE, FALSE, sizeof (float));
   g_autofree gsize *first = g_new0 (gsize, n + 1);
   g_autoptr (GArray) ranked = g_array_new (FALSE, FALSE, sizeof (Ranked));
+  gboolean by_rank = TRUE; /* every item ranked by the responder (its `rank` column) */
   const SedpFrame *frame = NULL;
-  const SedpColumn *idc = NULL;
+  const SedpColumn *idc = NULL, *rankc = NULL;
   g_autoptr (GPtrArray) cols = g_ptr_array_new ();
   guint n_out = 0, n_outputs = all_float ? 0 : g_strv_length ((char **) outputs);
   for (guint i = 0; i < n; i++) {
@@ -704,6 +714,9 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
     if (f != frame) { /* items come in runs of one frame: find its columns once per run */
       frame = f;
       idc = sedp_frame_get_column (f, "item_id");
+      rankc = sedp_frame_get_column (f, "rank");
+      if (rankc && sedp_column_get_column_type (rankc) != SEDP_COLUMN_INT64)
+        rankc = NULL;
       n_out = all_float ? sedp_frame_get_n_columns (f) : n_outputs;
       g_ptr_array_set_size (cols, 0);
       for (guint c = 0; c < n_out; c++)
@@ -724,10 +737,13 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
       guint w = sedp_column_get_width (col), r = sedp_column_is_broadcast (col) ? 0 : row;
       g_array_append_vals (scores, sedp_column_get_float32 (col) + (gsize) r * w, w);
     }
-    if (scores->len > first[i]) {
-      Ranked rk = {i, g_array_index (scores, float, first[i])};
+    if (scores->len > first[i] || rankc) {
+      Ranked rk = {i, scores->len > first[i] ? g_array_index (scores, float, first[i]) : NAN,
+                   rankc ? sedp_column_get_int64 (rankc)[sedp_column_is_broadcast (rankc) ? 0 : row]
+                         : -1};
       if (isnan (rk.score))
         rk.score = -INFINITY;
+      by_rank = by_rank && rk.rank >= 0;
       g_array_append_val (ranked, rk);
     }
   }
@@ -742,7 +758,7 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   g_autofree guint32 *top = NULL;
   if (top_k > 0) {
     if (ranked->len > 1) /* an empty array has no data pointer to hand to qsort */
-      qsort (ranked->data, ranked->len, sizeof (Ranked), ranked_cmp);
+      qsort (ranked->data, ranked->len, sizeof (Ranked), by_rank ? rank_cmp : ranked_cmp);
     resp.n_top_k = MIN (top_k, ranked->len);
     top = g_new0 (guint32, MAX (resp.n_top_k, 1));
     for (gsize k = 0; k < resp.n_top_k; k++)

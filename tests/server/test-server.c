@@ -449,6 +449,47 @@ test_routes_and_quota (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* top_k follows the responder's rank, so its order = asc holds: the lowest scores first. */
+static void
+test_top_k_follows_rank (void)
+{
+  const char *asc = "[pipeline]\nname = asc\ndeadline_ms = 10000\noutputs = item_id, score, rank\n"
+                    "[stage reader]\nplugin = data_reader\n"
+                    "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n"
+                    "[stage respond]\nplugin = responder\nafter = score\norder = asc\n";
+  const char *pipelines[] = {asc, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, NULL))
+    return;
+  Resp r;
+  g_autoptr (GBytes) pb = make_protobuf (9, 100, 0); /* the client asks for its top 2 */
+  predict (s.port, "asc", "application/x-protobuf", pb, &r);
+  CU_ASSERT_EQUAL (r.status, 200);
+  Sedp__Serving__PredictResponse *m =
+      r.body ? sedp__serving__predict_response__unpack (NULL, r.body_len, (guint8 *) r.body) : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL (m);
+  CU_ASSERT_EQUAL_FATAL (m->n_items, 9);
+  CU_ASSERT_EQUAL_FATAL (m->n_top_k, 2);
+  /* The two lowest scores, lowest first (rank is int64: not among the scores). */
+  float prev = -INFINITY;
+  guint bad = 0;
+  for (gsize k = 0; k < m->n_top_k; k++) {
+    const Sedp__Serving__ItemResult *it = m->items[m->top_k[k]];
+    bad += it->n_scores != 1 || it->scores[0] < prev;
+    prev = it->n_scores ? it->scores[0] : prev;
+  }
+  for (gsize i = 0; i < m->n_items; i++) {
+    gboolean in_top = FALSE;
+    for (gsize k = 0; k < m->n_top_k; k++)
+      in_top = in_top || m->top_k[k] == i;
+    bad += !in_top && m->items[i]->scores[0] < prev;
+  }
+  CU_ASSERT_EQUAL (bad, 0);
+  sedp__serving__predict_response__free_unpacked (m, NULL);
+  resp_clear (&r);
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+}
+
 /* The client's deadline_ms (JSON and protobuf) replaces the pipeline's. */
 static void
 test_client_deadline (void)
@@ -1276,6 +1317,7 @@ main (void)
 #define T(f) {#f, f}
     T (test_predict_and_endpoints),
     T (test_routes_and_quota),
+    T (test_top_k_follows_rank),
     T (test_malformed),
     T (test_overload),
     T (test_deadline),
