@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,6 +242,24 @@ bench_speed_probe_us (void)
     t[r] = (double) (t1.tv_sec - t0.tv_sec) * 1e6 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e3;
   }
   return bench_quantile (t, RUNS, 0.5);
+}
+
+/* Removes @path and everything under it, symbolic links not followed (no error when it is not
+ * there): a benchmark's temporary folder. */
+static inline void
+bench_remove_tree (const char *path)
+{
+  GDir *d = g_dir_open (path, 0, NULL);
+  for (const char *name; d && (name = g_dir_read_name (d));) {
+    g_autofree char *sub = g_build_filename (path, name, NULL);
+    if (g_file_test (sub, G_FILE_TEST_IS_DIR) && !g_file_test (sub, G_FILE_TEST_IS_SYMLINK))
+      bench_remove_tree (sub);
+    else
+      g_unlink (sub);
+  }
+  if (d)
+    g_dir_close (d);
+  g_remove (path);
 }
 
 /* A `sedp serve` started by a benchmark: its pid, the predict URL of its pipeline, and the thread

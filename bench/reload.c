@@ -400,22 +400,6 @@ rss_between (RssSampler *r, gint64 from, gint64 to, double q)
 
 /* ---- the repository ---- */
 
-/* Removes @path and everything under it (no error when it is not there). */
-static void
-remove_tree (const char *path)
-{
-  GDir *d = g_dir_open (path, 0, NULL);
-  for (const char *name; d && (name = g_dir_read_name (d));) {
-    g_autofree char *sub = g_build_filename (path, name, NULL);
-    if (g_file_test (sub, G_FILE_TEST_IS_DIR) && !g_file_test (sub, G_FILE_TEST_IS_SYMLINK))
-      remove_tree (sub);
-    else
-      g_unlink (sub);
-  }
-  if (d)
-    g_dir_close (d);
-  g_remove (path);
-}
 
 /* A copy of the folder @src at @dst whose files are hard links to @src's, but for @skip (a
  * name at the top, or NULL). */
@@ -489,7 +473,7 @@ make_version (const char *repo, gint64 version, guint base)
   g_autofree char *src_manifest = g_build_filename (src, "manifest.json", NULL);
   g_autofree char *tmp_manifest = g_build_filename (tmp, "manifest.json", NULL);
   g_autofree char *text = NULL;
-  remove_tree (tmp);
+  bench_remove_tree (tmp);
   if (!g_file_get_contents (src_manifest, &text, NULL, NULL) ||
       !link_tree (src, tmp, "manifest.json"))
     return FALSE;
@@ -508,7 +492,7 @@ make_version (const char *repo, gint64 version, guint base)
 static gboolean
 fresh_repository (const char *data, const char *repo)
 {
-  remove_tree (repo);
+  bench_remove_tree (repo);
   g_autofree char *model = g_build_filename (repo, MODEL, NULL);
   if (g_mkdir_with_parents (model, 0755) != 0)
     return FALSE;
@@ -1388,8 +1372,8 @@ main (int argc, char **argv)
   g_array_unref (b.rss.samples);
 out:
   bench_server_stop (&b.server);
-  remove_tree (b.tmp);
-  remove_tree (b.repo);
+  bench_remove_tree (b.tmp);
+  bench_remove_tree (b.repo);
   if (b.expected)
     g_hash_table_unref (b.expected);
   g_array_unref (b.reloads);

@@ -22,7 +22,6 @@
 #include "load/loadgen.h"
 #include "redis-harness.h"
 
-#include <glib/gstdio.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -505,13 +504,6 @@ tenants_pipeline (const char *src, const char *data, const char *dir, double quo
   return pipeline_save (kf, dir, "tenants");
 }
 
-/* Requests of @l refused (HTTP 503 and the like) and failed otherwise. */
-static guint64
-refused (const Load *l)
-{
-  return sedp_loadgen_results_get_errors (l->results);
-}
-
 static gboolean
 part_isolation (const char *sedp, const char *src, const char *data, const char *dir)
 {
@@ -539,7 +531,7 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
   GArray *pool[KINDS];
   for (guint k = 0; k < KINDS; k++)
     pool[k] = g_array_new (FALSE, FALSE, sizeof (double));
-  guint64 b_refused = 0, b_requests = 0;
+  guint64 b_errors = 0, b_requests = 0;
   for (gint ph = 0; ok && ph < phases; ph++) {
     guint kind = (guint) ph % KINDS;
     Load loads[2] = {{.url = s.url, .workload = wb, .rate = b_load * capacity,
@@ -556,13 +548,13 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
       double ms = (double) lat[i] / 1e3;
       g_array_append_val (pool[kind], ms);
     }
-    b_refused += refused (&loads[0]);
+    b_errors += sedp_loadgen_results_get_errors (loads[0].results);
     b_requests += sedp_loadgen_results_get_counts (loads[0].results)->arrivals;
     if (kind == FLOODED)
       a_ok_rps[n[FLOODED]] = sedp_loadgen_results_get_requests_per_s (loads[1].results);
     p99s[kind][n[kind]++] = p99;
     fprintf (stderr, "tenants: phase %d (%s): b p99 %.1f ms, b errors %" G_GUINT64_FORMAT "\n",
-             ph + 1, kind_name[kind], p99, refused (&loads[0]));
+             ph + 1, kind_name[kind], p99, sedp_loadgen_results_get_errors (loads[0].results));
     for (guint i = 0; i < 2; i++)
       g_clear_pointer (&loads[i].results, sedp_loadgen_results_free);
   }
@@ -590,7 +582,7 @@ part_isolation (const char *sedp, const char *src, const char *data, const char 
   printf ("RESULT isolation_p99_ratio_phase_medians=%.3f\n",
           median (p99s[FLOODED], n[FLOODED]) / median (p99s[ALONE], n[ALONE]));
   printf ("RESULT isolation_b_errors=%" G_GUINT64_FORMAT " isolation_b_requests=%" G_GUINT64_FORMAT "\n",
-          b_refused, b_requests);
+          b_errors, b_requests);
   return TRUE;
 }
 
@@ -652,5 +644,6 @@ main (int argc, char **argv)
     ok = part_multi_redis (sedp, src, data, tmp, workload);
   if (ok && (part == NULL || strcmp (part, "isolation") == 0))
     ok = part_isolation (sedp, src, data, tmp);
+  bench_remove_tree (tmp);
   return ok ? 0 : 1;
 }

@@ -119,7 +119,8 @@ sedp_graph_compile_versions (SedpPipelineSpec *spec, SedpRegistry *registry, GHa
         if (node->inputs[q] == (guint) j && g_strcmp0 (node->input_labels[q], node->input_labels[k]) == 0) {
           g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
                        "%s:%u: [stage %s] after: stage '%s' listed twice", path,
-                       sedp_stage_spec_key_line (node->spec, "after"), node->spec->name, dep);
+                       sedp_stage_spec_key_line (node->spec, "after"), node->spec->name,
+                       node->spec->after[k]);
           return NULL;
         }
       node->inputs[k] = (guint) j;

@@ -18,11 +18,6 @@ struct _BranchState {
   SedpHistogram *m_latency;
 };
 
-/* What a request holds in a branch until it completes. */
-typedef struct {
-  BranchState *branch;
-} Hold;
-
 static const double branch_latency_bounds_us[] = {100, 200, 500, 1000, 2000, 5000, 10000, 20000,
                                                   50000, 100000, 200000, 500000, 1000000};
 
