@@ -125,6 +125,25 @@ SEDP_API SedpPipelineSpec *sedp_pipeline_spec_parse (const char *text, gsize len
 
 SEDP_API void sedp_pipeline_spec_free (SedpPipelineSpec *spec);
 
+/**
+ * sedp_pipeline_text_for_model:
+ * @name: the pipeline's name (the model's name in the model API)
+ * @model_path: an ONNX model file; written absolute
+ * @deadline_ms: the pipeline's deadline_ms (0: 1000)
+ *
+ * The implicit pipeline of a bare model (docs/compat.md): `[stage reader]` data_reader, then
+ * `[stage model]` model_inference (item scope, batch 16 without waiting, two workers) writing
+ * every output of the model under its own name. Nothing is checked here: parse it.
+ *
+ * Returns: (transfer full): the pipeline file's text. Thread-safe.
+ */
+SEDP_API char *sedp_pipeline_text_for_model (const char *name, const char *model_path,
+                                             guint deadline_ms);
+
+/* The same, parsed (its path: the model's absolute path); %NULL with @error as the parser's. */
+SEDP_API SedpPipelineSpec *sedp_pipeline_spec_for_model (const char *name, const char *model_path,
+                                                         guint deadline_ms, GError **error);
+
 /* Reads the warm-up file of @spec (JSON Lines of PredictRequest; blank and '#' lines skipped)
  * and decodes every record with the protocol's decoder, to check it. Parsing a pipeline only
  * records the file's path: sedp check and sedp serve call this. Returns its records
