@@ -42,6 +42,7 @@
 #include "bench-process.h"
 #include "bench-stats.h"
 #include "redis-harness.h"
+#include "io/wire.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -200,101 +201,65 @@ http_get (const char *path)
   return g_strndup ((const char *) resp->data, resp->len);
 }
 
-/* ---- protobuf: the request log and the answers ---- */
-
-static gboolean
-pb_varint (const guint8 **p, const guint8 *end, guint64 *v)
-{
-  *v = 0;
-  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-    guint8 b = *(*p)++;
-    *v |= (guint64) (b & 0x7f) << shift;
-    if (!(b & 0x80))
-      return TRUE;
-  }
-  return FALSE;
-}
-
-static gboolean
-pb_skip (const guint8 **p, const guint8 *end, guint wire)
-{
-  guint64 v;
-  switch (wire) {
-  case 0:
-    return pb_varint (p, end, &v);
-  case 1:
-    if (end - *p < 8)
-      return FALSE;
-    *p += 8;
-    return TRUE;
-  case 2:
-    if (!pb_varint (p, end, &v) || v > (guint64) (end - *p))
-      return FALSE;
-    *p += v;
-    return TRUE;
-  case 5:
-    if (end - *p < 4)
-      return FALSE;
-    *p += 4;
-    return TRUE;
-  default:
-    return FALSE;
-  }
-}
+/* ---- protobuf: the request log and the answers (core/io/wire.h) ---- */
 
 /* A PredictResponse (core/proto/sedp.proto): its status (2) and the scores (ItemResult.scores,
  * 5.2) of every item in order. FALSE when it does not parse. */
+static void
+append_float_bits (GArray *scores, guint32 bits)
+{
+  float x;
+  memcpy (&x, &bits, 4);
+  g_array_append_val (scores, x);
+}
+
+static gboolean
+parse_item_scores (Wire *item, GArray *scores)
+{
+  guint32 f;
+  guint type;
+  gboolean bad;
+  while (wire_tag (item, &f, &type, &bad)) {
+    Wire packed;
+    guint32 u;
+    if (f == 2 && type == WT_LEN) {
+      if (!wire_len (item, &packed) || (packed.end - packed.p) % 4)
+        return FALSE;
+      while (wire_fixed32 (&packed, &u))
+        append_float_bits (scores, u);
+    } else if (f == 2 && type == WT_I32) {
+      if (!wire_fixed32 (item, &u))
+        return FALSE;
+      append_float_bits (scores, u);
+    } else if (!wire_skip (item, type))
+      return FALSE;
+  }
+  return !bad;
+}
+
 static gboolean
 parse_response (const guint8 *d, gsize n, guint *status, GArray *scores)
 {
-  const guint8 *p = d, *end = d + n;
+  Wire w = {d, d + n};
+  guint32 field;
+  guint type;
+  gboolean bad;
   *status = 0;
   g_array_set_size (scores, 0);
-  while (p < end) {
-    guint64 key, v;
-    if (!pb_varint (&p, end, &key))
-      return FALSE;
-    guint field = (guint) (key >> 3), wire = (guint) (key & 7);
-    if (field == 2 && wire == 0) {
-      if (!pb_varint (&p, end, &v))
+  while (wire_tag (&w, &field, &type, &bad)) {
+    guint64 v;
+    Wire item;
+    if (field == 2 && type == WT_VARINT) {
+      if (!wire_varint (&w, &v))
         return FALSE;
       *status = (guint) v;
-    } else if (field == 5 && wire == 2) {
-      if (!pb_varint (&p, end, &v) || v > (guint64) (end - p))
+    } else if (field == 5 && type == WT_LEN) {
+      if (!wire_len (&w, &item) || !parse_item_scores (&item, scores))
         return FALSE;
-      const guint8 *q = p, *qend = p + v;
-      p = qend;
-      while (q < qend) {
-        guint64 k;
-        if (!pb_varint (&q, qend, &k))
-          return FALSE;
-        guint f = (guint) (k >> 3), w = (guint) (k & 7);
-        if (f == 2 && w == 2) {
-          guint64 len;
-          if (!pb_varint (&q, qend, &len) || len > (guint64) (qend - q) || len % 4)
-            return FALSE;
-          for (guint64 i = 0; i < len; i += 4) {
-            float x;
-            memcpy (&x, q + i, 4);
-            g_array_append_val (scores, x);
-          }
-          q += len;
-        } else if (f == 2 && w == 5) {
-          if (qend - q < 4)
-            return FALSE;
-          float x;
-          memcpy (&x, q, 4);
-          g_array_append_val (scores, x);
-          q += 4;
-        } else if (!pb_skip (&q, qend, w)) {
-          return FALSE;
-        }
-      }
-    } else if (!pb_skip (&p, end, wire)) {
+    } else if (!wire_skip (&w, type))
       return FALSE;
-    }
   }
-  return TRUE;
+  return !bad;
 }
 
 static gboolean
@@ -319,14 +284,10 @@ read_request_log (const char *path, GError **error)
   if (!g_file_get_contents (path, &text, &len, error))
     return NULL;
   GPtrArray *msgs = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
-  const guint8 *p = (const guint8 *) text, *end = p + len;
-  while (p < end && msgs->len < N_REFS_MAX) {
-    guint64 n;
-    if (!pb_varint (&p, end, &n) || n > (guint64) (end - p))
-      break;
-    g_ptr_array_add (msgs, g_bytes_new (p, n));
-    p += n;
-  }
+  Wire w = {(const guint8 *) text, (const guint8 *) text + len};
+  Wire msg;
+  while (w.p < w.end && msgs->len < N_REFS_MAX && wire_len (&w, &msg))
+    g_ptr_array_add (msgs, g_bytes_new (msg.p, (gsize) (msg.end - msg.p)));
   g_free (text);
   return msgs;
 }

@@ -5,6 +5,7 @@
 #include "peek.h"
 #include "row-builder.h"
 #include "request-file.h"
+#include "wire.h"
 #include "sedp.pb-c.h"
 
 #include <json-glib/json-glib.h>
@@ -16,14 +17,7 @@
 void
 sedp_request_log_append (GByteArray *log, const guint8 *message, gsize size)
 {
-  guint8 varint[10];
-  guint n = 0;
-  guint64 v = size;
-  do {
-    varint[n++] = (guint8) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-    v >>= 7;
-  } while (v);
-  g_byte_array_append (log, varint, n);
+  wire_put_varint (log, size);
   if (size)
     g_byte_array_append (log, message, (guint) size);
 }
@@ -106,7 +100,7 @@ sedp_request_log_next (SedpRequestLog *log, GError **error)
   /* The length: a varint of at most 10 bytes. */
   guint64 len = 0;
   guint shift = 0, n_bytes = 0;
-  for (;;) {
+  for (int r = 0; r != 1;) {
     g_autoptr (GError) local = NULL;
     int b = g_buffered_input_stream_read_byte (log->in, NULL, &local);
     if (b < 0) {
@@ -127,14 +121,11 @@ sedp_request_log_next (SedpRequestLog *log, GError **error)
     }
     log->offset++;
     n_bytes++;
-    if (shift == 63 && (b & 0x7e))
+    r = wire_varint_feed (&len, &shift, (guint8) b);
+    if (r == -2)
       return corrupt (log, error, SEDP_IO_ERROR_INVALID, record, start,
                       "malformed length: the varint is larger than 2^64");
-    len |= (guint64) (b & 0x7f) << shift;
-    if (!(b & 0x80))
-      break;
-    shift += 7;
-    if (shift > 63)
+    if (r == -1)
       return corrupt (log, error, SEDP_IO_ERROR_INVALID, record, start,
                       "malformed length: the varint is longer than 10 bytes");
   }

@@ -2,73 +2,9 @@
  * (see predict-pb.h; the messages: core/proto/sedp.proto, docs/protocol.md). */
 #include "predict-pb.h"
 #include "error.h"
+#include "../io/wire.h"
 
 #include <string.h>
-
-/* ---- writing ---- */
-
-static void
-pb_varint (GByteArray *b, guint64 v)
-{
-  guint8 buf[10];
-  guint n = 0;
-  do {
-    buf[n++] = (guint8) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-    v >>= 7;
-  } while (v);
-  g_byte_array_append (b, buf, n);
-}
-
-static void
-pb_tag (GByteArray *b, guint field, guint wire)
-{
-  pb_varint (b, ((guint64) field << 3) | wire);
-}
-
-static void
-pb_bytes (GByteArray *b, guint field, const void *data, gsize len)
-{
-  pb_tag (b, field, 2);
-  pb_varint (b, len);
-  g_byte_array_append (b, data, (guint) len);
-}
-
-/* Appends @sub as the embedded message @field of @b, and frees @sub. */
-static void
-pb_sub (GByteArray *b, guint field, GByteArray *sub)
-{
-  pb_bytes (b, field, sub->data, sub->len);
-  g_byte_array_unref (sub);
-}
-
-static void
-pb_float (GByteArray *b, float f)
-{
-  guint32 u;
-  memcpy (&u, &f, 4);
-  guint8 le[4] = {u & 0xff, (u >> 8) & 0xff, (u >> 16) & 0xff, (u >> 24) & 0xff};
-  g_byte_array_append (b, le, 4);
-}
-
-static void
-pb_uint_field (GByteArray *b, guint field, guint64 v)
-{
-  pb_tag (b, field, 0);
-  pb_varint (b, v);
-}
-
-static void
-pb_float_field (GByteArray *b, guint field, float f)
-{
-  pb_tag (b, field, 5);
-  pb_float (b, f);
-}
-
-static void
-pb_string_field (GByteArray *b, guint field, const char *s)
-{
-  pb_bytes (b, field, s ? s : "", s ? strlen (s) : 0);
-}
 
 /* ---- JSON values ---- */
 
@@ -122,12 +58,12 @@ pb_ids (GByteArray *feat, JsonArray *a)
   for (guint i = 0; i < json_array_get_length (a); i++) {
     guint64 v = 0;
     json_int (json_array_get_element (a, i), &v);
-    pb_varint (packed, v);
+    wire_put_varint (packed, v);
   }
   if (packed->len)
-    pb_bytes (list, 1, packed->data, packed->len);
+    wire_put_bytes (list, 1, packed->data, packed->len);
   g_byte_array_unref (packed);
-  pb_sub (feat, 4, list);
+  wire_put_message (feat, 4, list);
 }
 
 /* A FloatList (Feature field 5) of @a's numbers, packed. */
@@ -136,11 +72,11 @@ pb_floats (GByteArray *feat, JsonArray *a)
 {
   GByteArray *list = g_byte_array_new (), *packed = g_byte_array_new ();
   for (guint i = 0; i < json_array_get_length (a); i++)
-    pb_float (packed, (float) json_num (json_array_get_element (a, i)));
+    wire_put_float (packed, (float) json_num (json_array_get_element (a, i)));
   if (packed->len)
-    pb_bytes (list, 1, packed->data, packed->len);
+    wire_put_bytes (list, 1, packed->data, packed->len);
   g_byte_array_unref (packed);
-  pb_sub (feat, 5, list);
+  wire_put_message (feat, 5, list);
 }
 
 /* A list given as an array, or as an object holding the array in @inner ({"ids": [...]}). */
@@ -162,11 +98,11 @@ pb_feature_object (GByteArray *f, JsonObject *o)
   JsonNode *v;
   guint64 u;
   if ((v = json_object_get_member (o, "int_value")) && json_int (v, &u))
-    pb_uint_field (f, 1, u);
+    wire_put_uint_field (f, 1, u);
   else if ((v = json_object_get_member (o, "float_value")))
-    pb_float_field (f, 2, (float) json_num (v));
+    wire_put_float_field (f, 2, (float) json_num (v));
   else if ((v = json_object_get_member (o, "string_value")) && JSON_NODE_HOLDS_VALUE (v))
-    pb_string_field (f, 3, json_node_get_string (v));
+    wire_put_string (f, 3, json_node_get_string (v));
   else if ((v = json_object_get_member (o, "ids")))
     return pb_list (f, v, "ids", pb_ids);
   else if ((v = json_object_get_member (o, "floats")))
@@ -193,11 +129,11 @@ pb_feature_value (GByteArray *f, JsonNode *n)
 {
   GType t = json_node_get_value_type (n);
   if (t == G_TYPE_INT64)
-    pb_uint_field (f, 1, (guint64) json_node_get_int (n));
+    wire_put_uint_field (f, 1, (guint64) json_node_get_int (n));
   else if (t == G_TYPE_DOUBLE)
-    pb_float_field (f, 2, (float) json_node_get_double (n));
+    wire_put_float_field (f, 2, (float) json_node_get_double (n));
   else if (t == G_TYPE_STRING)
-    pb_string_field (f, 3, json_node_get_string (n));
+    wire_put_string (f, 3, json_node_get_string (n));
   else
     return FALSE;
   return TRUE;
@@ -239,9 +175,9 @@ pb_features (GByteArray *msg, guint field, JsonNode *n, GError **error)
     if (feat == NULL)
       return FALSE;
     GByteArray *entry = g_byte_array_new ();
-    pb_string_field (entry, 1, l->data);
-    pb_sub (entry, 2, feat);
-    pb_sub (msg, field, entry);
+    wire_put_string (entry, 1, l->data);
+    wire_put_message (entry, 2, feat);
+    wire_put_message (msg, field, entry);
   }
   return TRUE;
 }
@@ -255,15 +191,15 @@ pb_entity (GByteArray *msg, guint field, JsonObject *o, GError **error)
   GByteArray *m = g_byte_array_new ();
   guint64 u;
   if (json_int (json_object_get_member (o, "id"), &u))
-    pb_uint_field (m, 1, u);
+    wire_put_uint_field (m, 1, u);
   if (!pb_features (m, 2, json_object_get_member (o, "features"), error)) {
     g_byte_array_unref (m);
     return FALSE;
   }
   JsonNode *e = json_object_get_member (o, "escore");
   if (e && field == 3)
-    pb_float_field (m, 3, (float) json_num (e));
-  pb_sub (msg, field, m);
+    wire_put_float_field (m, 3, (float) json_num (e));
+  wire_put_message (msg, field, m);
   return TRUE;
 }
 
@@ -289,56 +225,37 @@ sedp_predict_pb_encode (JsonObject *req, GError **error)
   guint64 u;
   if ((v = json_object_get_member (req, "request_id")) && JSON_NODE_HOLDS_VALUE (v) &&
       json_node_get_string (v))
-    pb_string_field (m, 1, json_node_get_string (v));
+    wire_put_string (m, 1, json_node_get_string (v));
   if ((v = json_object_get_member (req, "user")) && JSON_NODE_HOLDS_OBJECT (v) &&
       !pb_entity (m, 2, json_node_get_object (v), error))
     return NULL;
   if (!pb_items (m, json_object_get_member (req, "items"), error))
     return NULL;
   if (json_int (json_object_get_member (req, "deadline_ms"), &u) && u)
-    pb_uint_field (m, 4, u);
+    wire_put_uint_field (m, 4, u);
   if (json_int (json_object_get_member (req, "top_k"), &u) && u)
-    pb_uint_field (m, 5, u);
+    wire_put_uint_field (m, 5, u);
   return g_byte_array_free_to_bytes (g_steal_pointer (&m));
 }
 
 /* ---- PredictResponse ---- */
 
-static gboolean
-read_varint (const guint8 *p, gsize n, gsize *i, guint64 *out)
-{
-  guint64 v = 0;
-  for (int s = 0; *i < n && s <= 63; s += 7) {
-    guint8 byte = p[(*i)++];
-    v |= (guint64) (byte & 0x7f) << s;
-    if (!(byte & 0x80)) {
-      *out = v;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
 int
 sedp_predict_pb_response_status (const guint8 *p, gsize n)
 {
-  gsize i = 0;
+  Wire w = {p, p + n};
   int status = 0; /* proto3: absent = OK */
-  while (i < n) {
-    guint64 key, v;
-    if (!read_varint (p, n, &i, &key))
-      return -1;
-    guint wire = key & 7;
-    if (wire == 0 || wire == 2) {
-      if (!read_varint (p, n, &i, &v) || (wire == 2 && v > n - i))
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (&w, &field, &type, &bad)) {
+    guint64 v;
+    if (field == 2 && type == WT_VARINT) {
+      if (!wire_varint (&w, &v))
         return -1;
-      i += wire == 2 ? v : 0;
-      if (wire == 0 && (key >> 3) == 2)
-        status = (int) v;
-    } else if (wire == 5 || wire == 1)
-      i += wire == 5 ? 4 : 8;
-    else
+      status = (int) v;
+    } else if (!wire_skip (&w, type))
       return -1;
   }
-  return i == n ? status : -1;
+  return bad ? -1 : status;
 }

@@ -9,6 +9,7 @@
  * must be acyclic. */
 #include "model.h"
 #include "proto/onnx.pb-c.h"
+#include "../io/wire.h"
 
 #include <string.h>
 
@@ -35,25 +36,6 @@ typedef struct {
 } Scan;
 
 static gboolean
-scan_varint (const guint8 *p, gsize len, gsize *pos, guint64 *out)
-{
-  guint64 v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (*pos >= len)
-      return FALSE;
-    guint8 b = p[(*pos)++];
-    if (shift == 63 && (b & 0x7e))
-      return FALSE;
-    v |= (guint64) (b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *out = v;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-static gboolean
 scan_message (Scan *s, const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc,
               int depth)
 {
@@ -69,51 +51,38 @@ scan_message (Scan *s, const guint8 *p, gsize len, const ProtobufCMessageDescrip
                  s->name, MAX_MESSAGES);
     return FALSE;
   }
-  gsize pos = 0;
-  while (pos < len) {
-    gsize start = pos;
-    guint64 tag, v;
-    if (!scan_varint (p, len, &pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+  Wire w = {p, p + len};
+  guint32 field;
+  guint type;
+  gboolean bad;
+  while (wire_tag (&w, &field, &type, &bad)) {
+    const guint8 *start = w.p;
+    Wire inner;
+    if (field > 0x1fffffff)
       goto corrupt;
-    guint wire = tag & 7;
-    switch (wire) {
-    case 0:
-      if (!scan_varint (p, len, &pos, &v))
+    if (type != WT_LEN) {
+      if (!wire_skip (&w, type)) {
+        w.p = start;
         goto corrupt;
-      break;
-    case 1:
-      if (len - pos < 8)
-        goto corrupt;
-      pos += 8;
-      break;
-    case 5:
-      if (len - pos < 4)
-        goto corrupt;
-      pos += 4;
-      break;
-    case 2: {
-      if (!scan_varint (p, len, &pos, &v) || v > len - pos)
-        goto corrupt;
-      const ProtobufCFieldDescriptor *f =
-        desc ? protobuf_c_message_descriptor_get_field (desc, (unsigned) (tag >> 3)) : NULL;
-      if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-          !scan_message (s, p + pos, (gsize) v, f->descriptor, depth + 1))
-        return FALSE;
-      pos += (gsize) v;
-      break;
+      }
+      continue;
     }
-    default:
-      pos = start;
+    if (!wire_len (&w, &inner))
       goto corrupt;
-    }
+    const ProtobufCFieldDescriptor *f =
+      desc ? protobuf_c_message_descriptor_get_field (desc, field) : NULL;
+    if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+        !scan_message (s, inner.p, (gsize) (inner.end - inner.p), f->descriptor, depth + 1))
+      return FALSE;
   }
-  return TRUE;
+  if (!bad)
+    return TRUE;
 
 corrupt:
   g_set_error (s->error, SEDP_NN_ERROR, SEDP_NN_ERROR_CORRUPT,
                "%s: truncated or corrupt protobuf (bad field at byte %zu of %zu); not a "
                "complete ONNX file",
-               s->name, (gsize) (p + pos - s->base), (gsize) (p + len - s->base));
+               s->name, (gsize) (w.p - s->base), (gsize) (p + len - s->base));
   return FALSE;
 }
 
