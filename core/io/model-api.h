@@ -10,6 +10,7 @@
 
 #include <sedp/protocol.h>
 
+#include "../dsl/spec.h"
 #include "../runtime/pipeline.h"
 
 G_BEGIN_DECLS
@@ -106,6 +107,21 @@ SEDP_API gboolean sedp_model_api_signature_add_spec (SedpModelApiSignature *sign
  */
 SEDP_API SedpModelApiSignature *sedp_model_api_signature_for_model (const char *model_path,
                                                                     GError **error);
+
+/**
+ * sedp_model_api_signature_for_pipeline:
+ * @spec: a parsed pipeline
+ *
+ * The signature a pipeline file declares in its `[signature NAME]` group (docs/compat.md), or,
+ * without one, an open signature named "serving_default" answering the pipeline's float32 item
+ * `outputs` columns (every float32 item column when it has no `outputs`). Implemented by the
+ * lead in core/io/model-api-pipeline.c.
+ *
+ * Returns: (transfer full): the signature, or %NULL with @error naming the file, the group and
+ *   the entry.
+ */
+SEDP_API SedpModelApiSignature *sedp_model_api_signature_for_pipeline (const SedpPipelineSpec *spec,
+                                                                       GError **error);
 
 /**
  * SedpModelApiRequest:
