@@ -6,7 +6,7 @@
 #include "json-request.h"
 #include "wire.h"
 #include "row-builder.h"
-#include "../runtime/frame-private.h"
+#include "../runtime/frame-ops.h"
 #include "sedp.pb-c.h"
 
 #include <math.h>
