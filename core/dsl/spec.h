@@ -109,11 +109,6 @@ typedef struct {
   guint tune_line;         /* the line of the [tune] header (0: the file has none) */
 } SedpPipelineSpec;
 
-/** SedpWarmupRecord: one warm-up request: a PredictRequest as JSON text, and its line. */
-typedef struct {
-  GBytes *payload;
-  guint line;
-} SedpWarmupRecord;
 
 /* Reads and checks the syntax and the runtime's own keys of a pipeline file. Plugin options
  * are checked later, against the plugin's schema (sedp_graph_compile()). */
@@ -144,12 +139,6 @@ SEDP_API char *sedp_pipeline_text_for_model (const char *name, const char *model
 SEDP_API SedpPipelineSpec *sedp_pipeline_spec_for_model (const char *name, const char *model_path,
                                                          guint deadline_ms, GError **error);
 
-/* Reads the warm-up file of @spec (JSON Lines of PredictRequest; blank and '#' lines skipped)
- * and decodes every record with the protocol's decoder, to check it. Parsing a pipeline only
- * records the file's path: sedp check and sedp serve call this. Returns its records
- * (SedpWarmupRecord*, in file order; at least one), or NULL with @error naming the pipeline
- * file's line and, for a bad record, the warm-up file's line. @spec must have a warmup. */
-SEDP_API GPtrArray *sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error);
 
 /* Replaces ${VAR} and ${VAR:-default} in @value from the environment. */
 SEDP_API char *sedp_dsl_substitute (const char *value, GError **error);
