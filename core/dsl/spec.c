@@ -505,6 +505,24 @@ add_model_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
   return TRUE;
 }
 
+/* [signature NAME]: parsed (spec-signature.c); a pipeline has at most one. */
+static gboolean
+add_signature_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  const char *name = c->group + strlen ("signature");
+  while (*name == ' ')
+    name++;
+  if (spec->signature) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                 "%s:%u: [%s]: a second signature (the first, [signature %s], is on line %u); a "
+                 "pipeline has one", c->path, dsl_line_of (c->map, c->group, NULL), c->group,
+                 spec->signature->name, spec->signature->line);
+    return FALSE;
+  }
+  spec->signature = dsl_parse_signature_group (c, name, error);
+  return spec->signature != NULL;
+}
+
 SedpPipelineSpec *
 sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GError **error)
 {
@@ -570,12 +588,16 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
     } else if (g_str_has_prefix (groups[i], "model ")) {
       if (!add_model_group (&c, spec, error))
         goto out;
+    } else if (strcmp (groups[i], "signature") == 0 ||
+               g_str_has_prefix (groups[i], "signature ")) {
+      if (!add_signature_group (&c, spec, error))
+        goto out;
     } else if (strcmp (groups[i], "tune") == 0) {
       parse_tune_group (&c, spec);
     } else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME], [model NAME] "
-                   "or [tune])", path,
+                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME], [model NAME], "
+                   "[signature NAME] or [tune])", path,
                    dsl_line_of (&map, groups[i], NULL), groups[i]);
       goto out;
     }
@@ -620,5 +642,6 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_strfreev (spec->tune_keys);
   g_strfreev (spec->tune_values);
   g_free (spec->tune_lines);
+  dsl_signature_spec_free (spec->signature);
   g_free (spec);
 }
