@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env /usr/bin/python3
 """The Python client's hand-written FileDescriptorProto (examples/clients/python/sedp_client.py)
 against core/proto/sedp.proto, read with a small parser of the .proto's own lines: every message,
 field (name, number, type, label, packed, oneof, map), nested enum and enum value must agree, in
