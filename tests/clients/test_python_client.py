@@ -205,6 +205,19 @@ class Live(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_the_example_requests_file(self):
+        """examples/clients/requests.jsonl, as the README runs it: every line answered."""
+        path = os.path.join(SRC, "examples", "clients", "requests.jsonl")
+        p = subprocess.run(["/usr/bin/python3", os.path.join(CLIENT_DIR, "sedp_client.py"),
+                            "--url", self.server.url, "--pipeline", "ctr", "--requests", path],
+                           capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        with open(path, encoding="utf-8") as f:
+            records = [l for l in f.read().splitlines() if l.strip() and not l.startswith("#")]
+        self.assertEqual(len(records), 2)
+        expected = [self.expected_line(self.server.reference("ctr", r)[1]) for r in records]
+        self.assertEqual(p.stdout.splitlines(), expected)
+
     @staticmethod
     def expected_line(answer):
         """The CLI's line for a JSON answer: REQUEST_ID STATUS best ID:SCORES… (top-K order, else
