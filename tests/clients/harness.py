@@ -63,6 +63,20 @@ after = x, y
 """
 
 
+# Every request outlives a short deadline: 504 with the partial answer (items PENDING).
+SLOW_PIPELINE = """[pipeline]
+name = slow
+deadline_ms = 10000
+[stage reader]
+plugin = data_reader
+[stage score]
+plugin = synthetic_work
+after = reader
+output = score
+sleep_us = 400000
+"""
+
+
 def valgrind_prefix():
     if not VALGRIND:
         return []

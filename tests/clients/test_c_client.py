@@ -14,8 +14,8 @@ import unittest
 CLIENT = sys.argv.pop(2) if len(sys.argv) > 2 else "build/examples/clients/sedp-client"
 SEDP = sys.argv.pop(1) if len(sys.argv) > 1 else "build/core/sedp"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (AB_PIPELINE, CTR_PIPELINE, SLOW, Server, f32,  # noqa: E402
-                     reference_items, valgrind_prefix)
+from harness import (AB_PIPELINE, CTR_PIPELINE, SLOW, SLOW_PIPELINE, Server,  # noqa: E402
+                     f32, reference_items, valgrind_prefix)
 
 
 def parse_output(text):
@@ -40,7 +40,7 @@ def parse_output(text):
 class CClient(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(SEDP, CTR_PIPELINE, AB_PIPELINE)
+        cls.server = Server(SEDP, CTR_PIPELINE, AB_PIPELINE, SLOW_PIPELINE)
 
     @classmethod
     def tearDownClass(cls):
@@ -106,6 +106,19 @@ class CClient(unittest.TestCase):
                 self.assertEqual(p.stdout, "")
                 self.assertEqual(p.stderr, "sedp-client: HTTP %d: %s\n"
                                  % (status, answer["error"]["message"]))
+
+    def test_deadline_passed_prints_the_partial_answer(self):
+        status, answer = self.server.reference(
+            "slow", '{"request_id": "late", "deadline_ms": 100, "items": [{"id": 1}, {"id": 2}]}')
+        self.assertEqual((status, answer["status"]), (504, "TIMEOUT"))
+        p = self.run_client("--pipeline", "slow", "--deadline-ms", "100", "--request-id", "late",
+                            "1", "2")
+        self.assertEqual(p.returncode, 1)
+        out = parse_output(p.stdout)
+        self.assert_same(out, answer)
+        self.assertEqual(out["message"], answer["message"])
+        self.assertEqual([it[1] for it in out["items"]], ["PENDING", "PENDING"])
+        self.assertEqual(p.stderr, "sedp-client: HTTP 504: %s\n" % answer["message"])
 
     def test_bad_arguments_and_no_server(self):
         for args, message in (

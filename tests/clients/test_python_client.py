@@ -19,8 +19,8 @@ import unittest
 
 SEDP = sys.argv.pop(1) if len(sys.argv) > 1 else "build/core/sedp"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (AB_PIPELINE, CTR_PIPELINE, SLOW, SRC, Server, f32,  # noqa: E402
-                     reference_items)
+from harness import (AB_PIPELINE, CTR_PIPELINE, SLOW, SLOW_PIPELINE, SRC, Server,  # noqa: E402
+                     f32, reference_items)
 
 CLIENT_DIR = os.path.join(SRC, "examples", "clients", "python")
 sys.path.insert(0, CLIENT_DIR)
@@ -48,7 +48,7 @@ CARRIED = [[0.031, 0.5, 0.5, -1.25], [0.012, 0.25, 1.5, 2], [0.5, 0.75, 3, 4.5]]
 class Live(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(SEDP, CTR_PIPELINE, AB_PIPELINE)
+        cls.server = Server(SEDP, CTR_PIPELINE, AB_PIPELINE, SLOW_PIPELINE)
 
     @classmethod
     def tearDownClass(cls):
@@ -135,6 +135,25 @@ class Live(unittest.TestCase):
                         self.assertIn("stage 'reader': invalid request: " + field,
                                       cm.exception.message)
                     self.assertIn("HTTP 400: ", str(cm.exception))
+
+    def test_deadline_passed_raises_504_with_the_partial_answer(self):
+        status, answer = self.server.reference(
+            "slow", '{"request_id": "late", "deadline_ms": 100, "items": [{"id": 1}, {"id": 2}]}')
+        self.assertEqual(status, 504)
+        self.assertEqual(answer["status"], "TIMEOUT")
+        for fmt in FORMATS:
+            with self.subTest(format=fmt):
+                with self.assertRaises(SedpError) as cm:
+                    self.client(fmt, "slow").predict(0, {}, [1, 2], deadline_ms=100,
+                                                     request_id="late")
+                e = cm.exception
+                self.assertEqual(e.status, 504)
+                self.assertEqual(e.message, answer["message"])
+                self.assertEqual(e.result.http_status, 504)
+                self.assertEqual(e.result.status, "TIMEOUT")
+                self.assertEqual([(it.id, it.status, it.scores) for it in e.result.items],
+                                 reference_items(answer))
+                self.assertEqual([it.status for it in e.result.items], ["PENDING", "PENDING"])
 
     def test_unknown_pipeline_and_no_server(self):
         status, ctype, data = self.server.raw("POST", "/v1/pipelines/nope:predict",
