@@ -115,10 +115,15 @@ class CClient(unittest.TestCase):
                             "1", "2")
         self.assertEqual(p.returncode, 1)
         out = parse_output(p.stdout)
-        self.assert_same(out, answer)
-        self.assertEqual(out["message"], answer["message"])
-        self.assertEqual([it[1] for it in out["items"]], ["PENDING", "PENDING"])
-        self.assertEqual(p.stderr, "sedp-client: HTTP 504: %s\n" % answer["message"])
+        # Not compared item for item with the reference: how far a request got by its deadline
+        # depends on timing (under valgrind not even its items may be known yet).
+        self.assertEqual((out["request_id"], out["status"]), ("late", "TIMEOUT"))
+        late = r"^deadline of 100 ms passed with 0 of \d+ items finished$"
+        self.assertRegex(answer["message"], late)
+        self.assertRegex(out["message"], late)
+        self.assertEqual([(it[1], it[2]) for it in out["items"]],
+                         [("PENDING", [])] * len(out["items"]))
+        self.assertEqual(p.stderr, "sedp-client: HTTP 504: %s\n" % out["message"])
 
     def test_bad_arguments_and_no_server(self):
         for args, message in (

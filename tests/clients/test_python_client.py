@@ -148,12 +148,17 @@ class Live(unittest.TestCase):
                                                      request_id="late")
                 e = cm.exception
                 self.assertEqual(e.status, 504)
-                self.assertEqual(e.message, answer["message"])
+                late = r"^deadline of 100 ms passed with 0 of \d+ items finished$"
+                self.assertRegex(answer["message"], late)
+                self.assertRegex(e.message, late)
+                self.assertEqual(e.message, e.result.message)
                 self.assertEqual(e.result.http_status, 504)
                 self.assertEqual(e.result.status, "TIMEOUT")
-                self.assertEqual([(it.id, it.status, it.scores) for it in e.result.items],
-                                 reference_items(answer))
-                self.assertEqual([it.status for it in e.result.items], ["PENDING", "PENDING"])
+                # How far a request got by its deadline depends on timing (under valgrind not
+                # even its items may be known): every item it knows is unfinished.
+                self.assertEqual(e.result.request_id, "late")
+                self.assertEqual([(it.status, it.scores) for it in e.result.items],
+                                 [("PENDING", [])] * len(e.result.items))
 
     def test_unknown_pipeline_and_no_server(self):
         status, ctype, data = self.server.raw("POST", "/v1/pipelines/nope:predict",
