@@ -115,7 +115,9 @@ SEDP_API SedpItemStatus sedp_result_get_item_status (const SedpResult *result, g
 SEDP_API const char *sedp_result_get_item_message (const SedpResult *result, guint item);
 /* The number of items shed by a load shedder (status SHED). */
 SEDP_API guint sedp_result_get_n_shed (const SedpResult *result);
-/* Where item @item ended in a sink frame: the frame (borrowed) and *@row; NULL if nowhere. */
+/* Where item @item ended in a sink frame: the frame (borrowed) and *@row; for an item still
+ * PENDING when the request ended (a deadline, a failure), the frame it was cut into (its columns
+ * as the source decoded them: its item_id, no scores); NULL if nowhere. */
 SEDP_API const SedpFrame *sedp_result_get_item_frame (const SedpResult *result, guint item,
                                                       guint *row);
 /* The request-scope frame a request-scope sink produced (borrowed), or NULL. */

@@ -493,6 +493,30 @@ status_from_items (SedpRequest *r, char **message)
   return failed == res->n_items ? SEDP_STATUS_FAILED : SEDP_STATUS_PARTIAL;
 }
 
+/* Items still pending at the end (a deadline, a failure) are reported where they were cut, so
+ * that an answer names them (their item_id, no scores). */
+static void
+point_pending_items (SedpRequest *r)
+{
+  SedpResult *res = &r->result;
+  if (r->item_frames == NULL || r->n_frames == 0 || res->item_frame == NULL || res->frames == NULL)
+    return;
+  guint per_frame = MAX (sedp_frame_get_n_rows (r->item_frames[0]), 1);
+  guint referenced = G_MAXUINT; /* the last cut frame the result took a reference to */
+  for (guint i = 0; i < res->n_items; i++) {
+    guint j = i / per_frame; /* the cut is in order: j never decreases */
+    if (res->item_frame[i] || res->item_status[i] != SEDP_ITEM_PENDING || j >= r->n_frames ||
+        i % per_frame >= sedp_frame_get_n_rows (r->item_frames[j]) ||
+        sedp_frame_get_item_index (r->item_frames[j], i % per_frame) != i)
+      continue;
+    res->item_frame[i] = r->item_frames[j];
+    res->item_row[i] = i % per_frame;
+    if (j != referenced)
+      g_ptr_array_add (res->frames, sedp_frame_ref (r->item_frames[j]));
+    referenced = j;
+  }
+}
+
 static void
 finish (SedpRequest *r, SedpStatus status, char *message)
 {
@@ -503,6 +527,7 @@ finish (SedpRequest *r, SedpStatus status, char *message)
     res->n_items = sedp_frame_get_n_rows (r->items);
     res->item_status = g_new0 (guint8, MAX (res->n_items, 1));
   }
+  point_pending_items (r);
   res->status = status;
   res->message = message;
   res->latency_us = g_get_monotonic_time () - r->started_at;
