@@ -247,6 +247,8 @@ test_refused_structure (void)
   refused (s, NULL, "[1, 2]", INVALID, "a request must be a JSON object", NULL);
   refused (s, NULL, "\"x\"", INVALID, "a request must be a JSON object", NULL);
   refused (s, NULL, "{\"instances\": [", INVALID, "invalid JSON", NULL);
+  refused (s, NULL, "{\"inputs\": {\"signal\": [[NaN, 1, 2, 3, 4]]}}", INVALID, "invalid JSON",
+           NULL);
   refused (s, NULL, "{}", INVALID, "expected instances (row format) or inputs (columnar", NULL);
   refused (s, NULL, "{\"instances\": [], \"inputs\": {}}", INVALID, "instances: an empty list",
            NULL);
