@@ -256,7 +256,8 @@ ma_array_push_string (MaInputs *in, MaArray *a, const char *s, gsize len, MaPath
   return TRUE;
 }
 
-/* Why a row of @n values cannot end @a (with its path), or TRUE. */
+/* Sets @error to why a row of @n values cannot end @a (its @path first); FALSE (TRUE when it
+ * can). */
 static gboolean
 bad_row (MaInputs *in, MaArray *a, guint n, const char *path, GError **error)
 {
