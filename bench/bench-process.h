@@ -270,16 +270,17 @@ typedef struct {
   GThread *drain;
 } BenchServer;
 
-/* Starts `sedp serve @pipeline --listen 127.0.0.1:0 [@extra…]` and waits until it says it is
- * ready (warmed up); @s->url is then `http://HOST:PORT/v1/pipelines/@name:predict`. @extra is
- * NULL-terminated (nullable). FALSE with the reason on stderr. */
+/* Starts `sedp serve --listen 127.0.0.1:0 [@pipeline] [@extra…]` and waits until it says it is
+ * ready (warmed up); @s->url is then `http://HOST:PORT/v1/pipelines/@name:predict`. @pipeline is
+ * nullable (`--model NAME=FILE` in @extra serves a bare model); @extra is NULL-terminated
+ * (nullable). FALSE with the reason on stderr. */
 static inline gboolean
 bench_server_start (BenchServer *s, const char *sedp, const char *pipeline, const char *name,
                     const char *const *extra)
 {
   GPtrArray *argv = g_ptr_array_new ();
-  const char *head[] = {sedp, "serve", pipeline, "--listen", "127.0.0.1:0"};
-  for (guint i = 0; i < G_N_ELEMENTS (head); i++)
+  const char *head[] = {sedp, "serve", "--listen", "127.0.0.1:0", pipeline};
+  for (guint i = 0; i < G_N_ELEMENTS (head) && head[i]; i++)
     g_ptr_array_add (argv, (gpointer) head[i]);
   for (guint i = 0; extra && extra[i]; i++)
     g_ptr_array_add (argv, (gpointer) extra[i]);
@@ -308,7 +309,7 @@ bench_server_start (BenchServer *s, const char *sedp, const char *pipeline, cons
   }
   if (s->url[0] == '\0' || feof (f)) {
     fclose (f);
-    fprintf (stderr, "%s: the server of %s did not start\n", g_get_prgname (), pipeline);
+    fprintf (stderr, "%s: the server of %s did not start\n", g_get_prgname (), name);
     return FALSE;
   }
   s->drain = g_thread_new ("drain", bench_drain_stderr, f);

@@ -25,6 +25,11 @@
  *    `sedp serve pipelines/ctr.pipeline` runs), unprefixed keys, and each encoding's best layout
  *    compared (json_over_protobuf_best_layouts).
  *    --json-only skips steps 4-6 (and 8).
+ * 10. the model API against sedp's own protocol (e2e-model-api.h): the example's whole model
+ *    served bare, its 300-item requests at one client as native protobuf, native JSON, TF
+ *    Serving JSON and DeepRec protobuf, in --model-api-rounds interleaved rounds of
+ *    --json-round-seconds each (RESULT tfs_json_over_native, deeprec_over_native); after a
+ *    full run, or alone with --model-api-only.
  * 9. --din: steps 1-6 on the DIN example instead (pipelines/ctr-din.pipeline over
  *    examples/ctr/prepare --din, prepared under build-bench/e2e-data-din/; the bare model is its
  *    dense.onnx, whose inputs are the looked-up blocks); the keys start with din_
@@ -35,6 +40,7 @@
  * --items M (default 300), --rounds N, --round-seconds S, --model-seconds S.
  * See docs/load-testing.md. */
 #include "bench-process.h"
+#include "e2e-model-api.h"
 #include "util/cpus.h"
 
 #include <glib.h>
@@ -160,7 +166,8 @@ main (int argc, char **argv)
   g_autofree char *model_cpus_opt = NULL;
   gdouble duration = 60, model_seconds = 4, round_seconds = 8, json_seconds = 5;
   gint json_rounds_n = 5;
-  gboolean json_only = FALSE, din = FALSE;
+  gboolean json_only = FALSE, din = FALSE, model_api_only = FALSE;
+  gint model_api_rounds_n = 5;
   const GOptionEntry entries[] = {
     {"din", 0, 0, G_OPTION_ARG_NONE, &din,
      "The DIN example (pipelines/ctr-din.pipeline, its dense model) instead; keys start with din_",
@@ -185,6 +192,9 @@ main (int argc, char **argv)
     {"json-round-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &json_seconds,
      "Seconds of each load of a JSON round (default 5)", "S"},
     {"json-only", 0, 0, G_OPTION_ARG_NONE, &json_only, "Only the JSON rounds", NULL},
+    {"model-api-rounds", 0, 0, G_OPTION_ARG_INT, &model_api_rounds_n,
+     "Rounds of the model API against the native protocol (default 5; 0: none)", "N"},
+    {"model-api-only", 0, 0, G_OPTION_ARG_NONE, &model_api_only, "Only the model API rounds", NULL},
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— the CTR example over HTTP vs the bare model");
@@ -211,6 +221,9 @@ main (int argc, char **argv)
   if (!bench_prepare_example (src, data, (guint) items, din))
     return 1;
   g_autofree char *data_dir = din ? g_strconcat (data, "-din", NULL) : g_strdup (data);
+  if (model_api_only)
+    return model_api_rounds (sedp, data_dir, MAX (model_api_rounds_n, 1), json_seconds, median)
+               ? 0 : 1;
 
   /* 2. the pipeline copy */
   g_autofree char *pl_file = g_strdup_printf ("%s.pipeline", name);
@@ -413,7 +426,9 @@ main (int argc, char **argv)
   printf ("RESULT %se2e_continuous_items_per_s=%.1f\n", key, bench_result_value (e2e, "items_per_s"));
   printf ("RESULT %se2e_p99_ms=%.3f\n", key, bench_result_value (e2e, "p99_ms"));
   printf ("RESULT %se2e_errors=%.0f\n", key, bench_result_value (e2e, "errors"));
-  rc = 0;
+  rc = din || model_api_rounds_n == 0 ||
+               model_api_rounds (sedp, data_dir, model_api_rounds_n, json_seconds, median)
+           ? 0 : 1;
 out:
   if (server > 0) {
     kill (server, SIGTERM);

@@ -66,7 +66,7 @@ parse_options (BenchOptions *o, int *argc, char ***argv)
     {"max-in-flight", 0, 0, G_OPTION_ARG_INT, &o->max_in_flight, "Open loop: the most requests in flight; one due beyond it is not sent and counts as an error (default 4096)", "N"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, "Open loop: the seed of the arrival times (default 1)", "N"},
     {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &o->requests_path, "JSON Lines file of predict requests (the JSON of POST …:predict), sent in turn and cycled (default: one built-in request of 8 items)", "FILE"},
-    {"format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Payload encoding: json (default) or protobuf", "json|protobuf"},
+    {"format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Payload encoding: json (default) or protobuf (sedp's PredictRequest), or the model API's tfs (TF Serving REST JSON) or deeprec (DeepRec protobuf), one instance per item: use a /v1/models/NAME:predict URL", "json|protobuf|tfs|deeprec"},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No progress on stderr", NULL},
     G_OPTION_ENTRY_NULL,
   };
@@ -153,9 +153,13 @@ check_options (BenchOptions *o, int argc)
     return bench_error ("expected one URL or PIPELINE, got %d arguments (see --help)", argc - 1);
   if (!check_ranges (o) || !resolve_mode (o) || !sedp_cli_apply_cpus ("bench", o->cpus))
     return FALSE;
-  if (o->format && strcmp (o->format, "json") != 0 && strcmp (o->format, "protobuf") != 0)
-    return bench_error ("--format '%s': must be json or protobuf", o->format);
-  o->encoding = o->format && strcmp (o->format, "protobuf") == 0 ? SEDP_WORKLOAD_PROTOBUF : SEDP_WORKLOAD_JSON;
+  static const char *const formats[] = {"json", "protobuf", "tfs", "deeprec", NULL};
+  if (o->format && !g_strv_contains (formats, o->format))
+    return bench_error ("--format '%s': must be json, protobuf, tfs or deeprec", o->format);
+  o->encoding = SEDP_WORKLOAD_JSON;
+  for (guint i = 0; o->format && formats[i]; i++)
+    if (strcmp (o->format, formats[i]) == 0)
+      o->encoding = (SedpWorkloadEncoding) i;
   return TRUE;
 }
 
@@ -239,6 +243,13 @@ make_generator (const char *target, SedpWorkload *w, const SedpLoadgenConfig *c,
     else
       raise_fd_limit (c->mode == SEDP_LOADGEN_OPEN ? c->max_in_flight : c->concurrency, o->quiet);
     return gen;
+  }
+  *rc = 2;
+  if (o->encoding == SEDP_WORKLOAD_TFS || o->encoding == SEDP_WORKLOAD_DEEPREC) {
+    bench_error ("--format %s is the model API's (docs/compat.md): load a running sedp serve "
+                 "at http://HOST:PORT/v1/models/NAME:predict, not the pipeline file %s",
+                 o->format, target);
+    return NULL;
   }
   *rc = 1;
   return start_pipeline (target, b) ? sedp_loadgen_new_pipeline (b->pipeline, w) : NULL;

@@ -48,6 +48,30 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Serves every `--model NAME=FILE` and every pipeline file; FALSE with @error at the first that
+ * fails. */
+static gboolean
+add_served (SedpServer *server, char **models, int argc, char **argv, SedpRegistry *registry,
+            GError **error)
+{
+  for (guint i = 0; models && models[i]; i++) {
+    const char *eq = strchr (models[i], '=');
+    if (eq == NULL || eq == models[i] || eq[1] == '\0') {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--model %s: expected NAME=FILE.onnx (e.g. --model ctr=dense.onnx)",
+                   models[i]);
+      return FALSE;
+    }
+    g_autofree char *name = g_strndup (models[i], (gsize) (eq - models[i]));
+    if (!sedp_server_add_model (server, name, eq + 1, registry, error))
+      return FALSE;
+  }
+  for (int i = 1; i < argc; i++)
+    if (!sedp_server_add_pipeline (server, argv[i], registry, error))
+      return FALSE;
+  return TRUE;
+}
+
 int
 sedp_cmd_serve (int argc, char **argv)
 {
@@ -57,7 +81,10 @@ sedp_cmd_serve (int argc, char **argv)
   gint drain_timeout = 30;
   gint heap_release = 10;
   g_autofree char *admin_token_file = NULL;
+  g_auto (GStrv) models = NULL;
   const GOptionEntry entries[] = {
+    {"model", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &models,
+     "Serve the ONNX model FILE as NAME without a pipeline file (repeatable; with or without PIPELINE files): POST /v1/models/NAME:predict in TF Serving's REST JSON or DeepRec's protobuf (docs/compat.md)", "NAME=FILE"},
     {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
      "Address and port to listen on (default 127.0.0.1:8080; port 0 picks a free one)", "ADDR:PORT"},
     {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
@@ -72,18 +99,20 @@ sedp_cmd_serve (int argc, char **argv)
      "Enable the admin API (POST /v1/admin/models/NAME:reload and :rollback; docs/model-lifecycle.md): its calls carry 'Authorization: Bearer TOKEN', TOKEN the first line of FILE (mode 600, at least 16 characters). Without it the admin API answers 404", "FILE"},
     G_OPTION_ENTRY_NULL,
   };
-  if (!sedp_cli_parse ("serve", "PIPELINE… [--listen ADDR:PORT]",
+  if (!sedp_cli_parse ("serve", "[PIPELINE…] [--model NAME=FILE.onnx…] [--listen ADDR:PORT]",
                        "Serves every PIPELINE (under its [pipeline] name) over HTTP: "
                        "POST /v1/pipelines/NAME:predict, POST /v1/feedback, GET /healthz, "
                        "GET /v1/pipelines, GET /v1/models/NAME and GET /metrics (see "
-                       "docs/serving.md). A pipeline's [model NAME] groups are reloaded when a "
+                       "docs/serving.md), and every PIPELINE and --model under the model API: "
+                       "POST /v1/models/NAME:predict in TF Serving's REST JSON or DeepRec's "
+                       "protobuf (docs/compat.md). A pipeline's [model NAME] groups are reloaded when a "
                        "new version appears in their repository (docs/model-lifecycle.md). SIGTERM or SIGINT "
                        "stops accepting requests, drains the ones in flight and exits 0.",
                        entries, &argc, &argv))
     return 2;
   g_autofree char *address = listen ? listen : g_strdup ("127.0.0.1:8080");
-  if (argc < 2) {
-    sedp_cli_error ("serve", "expected at least one PIPELINE file (see --help)");
+  if (argc < 2 && models == NULL) {
+    sedp_cli_error ("serve", "expected at least one PIPELINE file or --model NAME=FILE.onnx (see --help)");
     return 2;
   }
   if (max_body < 1 || max_body > G_MAXINT32) {
@@ -107,9 +136,8 @@ sedp_cmd_serve (int argc, char **argv)
   SedpServer *server = sedp_server_new ((gsize) max_body);
   if (admin_token_file)
     sedp_server_set_admin_token_file (server, admin_token_file, &error);
-  for (int i = 1; error == NULL && i < argc; i++)
-    if (!sedp_server_add_pipeline (server, argv[i], registry, &error))
-      break;
+  if (error == NULL)
+    add_served (server, models, argc, argv, registry, &error);
   if (error == NULL)
     sedp_server_listen (server, address, &error);
   if (error) {

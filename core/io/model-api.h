@@ -222,4 +222,18 @@ SEDP_API GBytes *sedp_model_api_encode_deeprec_request (const char *signature_na
                                                         const SedpFrame *items,
                                                         const char *const *output_filter);
 
+/**
+ * sedp_model_api_encode_tfs_request:
+ * @items: the rows: float32, int64, uint64, idlist and string columns (a non-finite float is
+ *   written 0: JSON has no NaN)
+ * @skip: (nullable) (array zero-terminated=1): column names left out (item_id, escore)
+ *
+ * Writes a TF Serving row-format request, `{"instances": [{"COLUMN": VALUE, …}, …]}`, one
+ * instance per row, for the load generator, the benchmark and tests (tfs-request.c).
+ *
+ * Returns: (transfer full): the JSON text. Thread-safe.
+ */
+SEDP_API GBytes *sedp_model_api_encode_tfs_request (const SedpFrame *items,
+                                                    const char *const *skip);
+
 G_END_DECLS

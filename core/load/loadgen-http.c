@@ -51,12 +51,19 @@ typedef struct {
 
 /* ---- outcomes ---- */
 
-/* Whether the body of a 200 says OK: protobuf PredictResponse.status, or JSON "status": "OK". */
+/* Whether the body of a 200 says OK: protobuf PredictResponse.status, or JSON "status": "OK"; a
+ * model-API answer (docs/compat.md) is OK when it is a prediction. */
 static gboolean
 body_ok (LoadRun *run, const char *p, gsize n)
 {
-  if (sedp_workload_get_encoding (run->gen->workload) == SEDP_WORKLOAD_PROTOBUF)
+  SedpWorkloadEncoding e = sedp_workload_get_encoding (run->gen->workload);
+  if (e == SEDP_WORKLOAD_PROTOBUF)
     return sedp_predict_pb_response_status ((const guint8 *) p, n) == 0;
+  if (e == SEDP_WORKLOAD_DEEPREC)
+    return TRUE; /* the model API answers only a complete prediction with 200 */
+  if (e == SEDP_WORKLOAD_TFS)
+    return n > 0 && (g_strstr_len (p, MIN (n, 64), "\"predictions\"") ||
+                     g_strstr_len (p, MIN (n, 64), "\"outputs\""));
   gssize head = (gssize) MIN (n, 512);
   return g_strstr_len (p, head, "\"status\": \"OK\"") || g_strstr_len (p, head, "\"status\":\"OK\"");
 }

@@ -1,7 +1,9 @@
 /* sedp — the load generator's workload: requests read from JSON Lines, encoded once (see
  * workload.h). */
 #include "workload.h"
+#include "../io/model-api.h"
 #include "../io/predict-pb.h"
+#include "../runtime/frame-ops.h"
 
 #include <sedp/protocol.h>
 #include <string.h>
@@ -79,6 +81,32 @@ parse_request (const char *line, const char *where, GError **error)
   return json_node_ref (root);
 }
 
+/* The model API's body of request @line (TF Serving or DeepRec): its items decoded by the
+ * protocol's decoder, without item_id and escore, one row per instance. */
+static GBytes *
+model_api_body (SedpWorkloadEncoding encoding, const char *line, GError **error)
+{
+  SedpProtocolRequest decoded;
+  g_autoptr (SedpFrame) user = sedp_frame_new (1);
+  if (!sedp_protocol_decode_request ((const guint8 *) line, strlen (line),
+                                     SEDP_PROTOCOL_CONTENT_TYPE_JSON, SEDP_PROTOCOL_JSON,
+                                     G_MAXUINT, user, &decoded, error))
+    return NULL;
+  static const char *const skip[] = {"item_id", "escore", NULL};
+  GBytes *body;
+  if (encoding == SEDP_WORKLOAD_TFS) {
+    body = sedp_model_api_encode_tfs_request (decoded.items, skip);
+  } else {
+    SedpFrame *rows = sedp_frame_copy_shallow (decoded.items);
+    for (guint i = 0; skip[i]; i++)
+      sedp_frame_remove_column (rows, skip[i]);
+    body = sedp_model_api_encode_deeprec_request (NULL, rows, NULL);
+    sedp_frame_unref (rows);
+  }
+  sedp_protocol_request_clear (&decoded);
+  return body;
+}
+
 gboolean
 sedp_workload_add_json (SedpWorkload *w, const char *line, const char *where, GError **error)
 {
@@ -90,15 +118,16 @@ sedp_workload_add_json (SedpWorkload *w, const char *line, const char *where, GE
   JsonNode *items = json_object_get_member (o, "items");
   WorkloadRequest r = {0};
   r.n_items = items && JSON_NODE_HOLDS_ARRAY (items) ? json_array_get_length (json_node_get_array (items)) : 0;
-  if (w->encoding == SEDP_WORKLOAD_JSON) {
+  g_autoptr (GError) e = NULL;
+  if (w->encoding == SEDP_WORKLOAD_JSON)
     r.body = g_bytes_new (line, strlen (line));
-  } else {
-    g_autoptr (GError) e = NULL;
+  else if (w->encoding == SEDP_WORKLOAD_PROTOBUF)
     r.body = sedp_predict_pb_encode (o, &e);
-    if (r.body == NULL) {
-      g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_WORKLOAD, "%s: %s", where, e->message);
-      return FALSE;
-    }
+  else
+    r.body = model_api_body (w->encoding, line, &e);
+  if (r.body == NULL) {
+    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_WORKLOAD, "%s: %s", where, e->message);
+    return FALSE;
   }
   g_array_append_val (w->requests, r);
   return TRUE;
@@ -155,8 +184,9 @@ sedp_workload_get_encoding (const SedpWorkload *w)
 const char *
 sedp_workload_get_content_type (const SedpWorkload *w)
 {
-  return w->encoding == SEDP_WORKLOAD_PROTOBUF ? SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF
-                                               : SEDP_PROTOCOL_CONTENT_TYPE_JSON;
+  return w->encoding == SEDP_WORKLOAD_PROTOBUF || w->encoding == SEDP_WORKLOAD_DEEPREC
+             ? SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF
+             : SEDP_PROTOCOL_CONTENT_TYPE_JSON;
 }
 
 GBytes *

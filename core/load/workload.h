@@ -12,10 +12,16 @@ G_BEGIN_DECLS
  *   (`Content-Type: application/json`).
  * @SEDP_WORKLOAD_PROTOBUF: each request is encoded once into a serialized
  *   sedp.serving.PredictRequest (`application/x-protobuf`).
+ * @SEDP_WORKLOAD_TFS: each request's items are encoded once into a TF Serving REST request of the
+ *   model API (`{"instances": [...]}`, one instance per item, its features as named inputs;
+ *   `application/json`; docs/compat.md).
+ * @SEDP_WORKLOAD_DEEPREC: the same as DeepRec's PredictRequest (`application/x-protobuf`).
  */
 typedef enum {
   SEDP_WORKLOAD_JSON,
   SEDP_WORKLOAD_PROTOBUF,
+  SEDP_WORKLOAD_TFS,
+  SEDP_WORKLOAD_DEEPREC,
 } SedpWorkloadEncoding;
 
 /**

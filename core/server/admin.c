@@ -290,6 +290,35 @@ add_model (JsonBuilder *b, const Served *s)
   json_builder_end_object (b);
 }
 
+/* TF Serving's GetModelStatus member (docs/compat.md), beside sedp's own: the serving version of
+ * each pipeline with a [model NAME] group (AVAILABLE, or LOADING while it warms up). */
+static void
+add_tfs_status (JsonBuilder *b, SedpServer *server, const char *name)
+{
+  json_builder_set_member_name (b, "model_version_status");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < server->served->len; i++) {
+    const Served *s = server->served->pdata[i];
+    if (s->reloader == NULL || strcmp (s->reloader->model, name) != 0)
+      continue;
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "version");
+    g_autofree char *v = g_strdup_printf ("%" G_GINT64_FORMAT, reloader_serving (s->reloader)->version);
+    json_builder_add_string_value (b, v);
+    json_builder_set_member_name (b, "state");
+    json_builder_add_string_value (b, s->ready ? "AVAILABLE" : "LOADING");
+    json_builder_set_member_name (b, "status");
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "error_code");
+    json_builder_add_string_value (b, "OK");
+    json_builder_set_member_name (b, "error_message");
+    json_builder_add_string_value (b, "");
+    json_builder_end_object (b);
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+}
+
 static void
 handle_model_status (SedpServer *server, SoupServerMessage *msg, const char *name)
 {
@@ -317,6 +346,7 @@ handle_model_status (SedpServer *server, SoupServerMessage *msg, const char *nam
     return;
   }
   json_builder_end_array (b);
+  add_tfs_status (b, server, name);
   json_builder_end_object (b);
   server_respond_json (msg, SOUP_STATUS_OK, b);
 }

@@ -10,6 +10,7 @@
 #include "server.h"
 
 #include "../graph/models.h"
+#include "../io/model-api.h"
 #include "../io/warmup.h"
 
 #include <json-glib/json-glib.h>
@@ -84,6 +85,9 @@ struct _Served {
   SedpRegistry *registry;  /* borrowed: outlives the server */
   Instance *current;       /* the version serving; one reference */
   char **outputs;          /* the pipeline's outputs (NULL-terminated, maybe empty) */
+  SedpModelApiSignature *signature; /* the model API's (model-api.c): a bare model's from its
+                            * ONNX file, a pipeline's from its [signature] group */
+  char *model_path;        /* a bare model's ONNX file (`--model NAME=FILE`), else NULL */
   /* Warm-up (docs/serving.md#warm-up): the records of [pipeline] warmup, sent one at a time,
    * warmup_repeat times over, before the pipeline is ready. */
   GPtrArray *warmup;       /* SedpWarmupRecord*, or NULL without warmup */
@@ -133,6 +137,13 @@ void server_respond_error (SoupServerMessage *msg, guint status, const char *mes
 guint server_status_of_error (const GError *error);
 void server_respond_json (SoupServerMessage *msg, guint status, JsonBuilder *b);
 void server_method_not_allowed (SoupServerMessage *msg, const char *allow);
+/* The served model or pipeline named @name, or NULL. */
+Served *server_find_served (SedpServer *server, const char *name);
+/* POST of a prediction to @served: the native PredictRequest (/v1/pipelines/NAME:predict) or,
+ * with @model_api, the model API's formats (model-api.c). Checks readiness and the body,
+ * submits, and answers when the request completes. */
+void server_handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served,
+                            gboolean model_api);
 /* A warm-up request from record @r, the @n-th sent (its id when the record has none). */
 SedpRequest *server_warmup_request (const SedpWarmupRecord *r, guint n);
 

@@ -11,6 +11,7 @@
 #include "admin.h"
 #include "../io/peek.h"
 #include "../io/protocol.h"
+#include "model-api.h"
 #include "screen.h"
 
 #include <json-glib/json-glib.h>
@@ -31,6 +32,7 @@ typedef struct {
   SoupServerMessage *msg;  /* referenced */
   SedpRequest *request;    /* referenced */
   SedpProtocolFormat format;
+  ModelApiCall *api;       /* (nullable) a model-API call (model-api.c), answered in its format */
 } Pending;
 
 static void
@@ -42,12 +44,26 @@ served_free (gpointer p)
     instance_free_now (s->current);
   g_free (s->spec_text);
   g_strfreev (s->outputs);
+  if (s->signature)
+    sedp_model_api_signature_free (s->signature);
+  g_free (s->model_path);
   if (s->warmup)
     g_ptr_array_unref (s->warmup);
   g_free (s->warmup_file);
   g_free (s->name);
   g_free (s->path);
   g_free (s);
+}
+
+Served *
+server_find_served (SedpServer *server, const char *name)
+{
+  for (guint i = 0; i < server->served->len; i++) {
+    Served *s = server->served->pdata[i];
+    if (strcmp (s->name, name) == 0)
+      return s;
+  }
+  return NULL;
 }
 
 static Served *
@@ -146,7 +162,9 @@ deliver (gpointer data)
   SedpStatus status = sedp_result_get_status (res);
   const char *message = sedp_result_get_message (res);
   gboolean failed = FALSE;
-  if (status == SEDP_STATUS_FAILED) {
+  if (p->api) {
+    failed = model_api_deliver (p->msg, res, p->api);
+  } else if (status == SEDP_STATUS_FAILED) {
     guint code = server_status_of_error (sedp_result_get_error (res));
     failed = code >= 500;
     server_respond_error (p->msg, code, message ? message : "request failed");
@@ -175,6 +193,7 @@ deliver (gpointer data)
   instance_unref (p->instance);
   g_object_unref (p->msg);
   sedp_request_unref (p->request);
+  model_api_call_free (p->api);
   g_free (p);
   return G_SOURCE_REMOVE;
 }
@@ -277,49 +296,61 @@ close_after_response (SoupServer *soup, SoupServerMessage *msg, gpointer user_da
   soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
 }
 
-static void
-handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
+/* Whether @served takes a prediction now; else answered (405, 503). */
+static gboolean
+predict_admit (SedpServer *server, SoupServerMessage *msg, Served *served)
 {
   if (strcmp (soup_server_message_get_method (msg), SOUP_METHOD_POST) != 0) {
     server_method_not_allowed (msg, "POST");
-    return;
+    return FALSE;
   }
   if (server->draining) {
     unavailable (msg, "the server is shutting down");
-    return;
+    return FALSE;
   }
   if (!served->ready) {
     g_autofree char *m = g_strdup_printf ("pipeline '%s' is warming up (%u of %u warm-up requests "
                                           "done)", served->name, served->warmup_completed,
                                           served->warmup_total);
     unavailable (msg, m);
-    return;
+    return FALSE;
   }
-  SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
-  const char *ct = soup_message_headers_get_content_type (h, NULL);
-  SedpProtocolFormat format;
+  return TRUE;
+}
+
+/* The native format of a content type; FALSE for any other. */
+static gboolean
+native_format_of (const char *ct, SedpProtocolFormat *format)
+{
   if (ct && (g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF) == 0 ||
              g_ascii_strcasecmp (ct, "application/protobuf") == 0 ||
              g_ascii_strcasecmp (ct, "application/octet-stream") == 0))
-    format = SEDP_PROTOCOL_PROTOBUF;
+    *format = SEDP_PROTOCOL_PROTOBUF;
   else if (ct && g_ascii_strcasecmp (ct, SEDP_PROTOCOL_CONTENT_TYPE_JSON) == 0)
-    format = SEDP_PROTOCOL_JSON;
-  else {
-    g_autofree char *m = g_strdup_printf ("content type '%s' is not supported: use %s or %s",
-                                          ct ? ct : "(none)", SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF,
-                                          SEDP_PROTOCOL_CONTENT_TYPE_JSON);
-    server_respond_error (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, m);
-    return;
-  }
-  SoupMessageBody *body = soup_server_message_get_request_body (msg);
+    *format = SEDP_PROTOCOL_JSON;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+/* The body, or NULL after answering 413 when it passed --max-body. */
+static GBytes *
+predict_body (SedpServer *server, SoupServerMessage *msg)
+{
   if (body_over_limit (server, msg)) {
     g_autofree char *m = g_strdup_printf ("the body is over the limit of %" G_GSIZE_FORMAT
                                           " bytes (--max-body)", server->max_body);
     server_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, m);
-    return;
+    return NULL;
   }
-  g_autoptr (GBytes) payload = soup_message_body_flatten (body);
-  /* The client's request_id (else http-N) and deadline_ms (else the pipeline's). */
+  return soup_message_body_flatten (soup_server_message_get_request_body (msg));
+}
+
+/* A native request: its payload, the client's request_id (else http-N) and deadline_ms (else
+ * the pipeline's), read by a peek; data_reader decodes it. */
+static SedpRequest *
+native_request (SedpServer *server, GBytes *payload, SedpProtocolFormat format)
+{
   SedpProtocolPeek peek = {0, NULL};
   gsize size;
   const guint8 *bytes = g_bytes_get_data (payload, &size);
@@ -332,6 +363,14 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
                                                          : SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
   if (peek.deadline_ms)
     sedp_request_set_timeout (request, (gint64) peek.deadline_ms * 1000);
+  return request;
+}
+
+/* Submits @request (taken) for @msg; answers 503 when the pipeline refuses it. */
+static void
+predict_submit (SedpServer *server, SoupServerMessage *msg, Served *served, SedpRequest *request,
+                SedpProtocolFormat format, ModelApiCall *api)
+{
   sedp_request_set_start (request, take_arrival (G_OBJECT (soup_server_message_get_remote_address (msg))));
   Pending *p = g_new0 (Pending, 1);
   p->server = server;
@@ -340,6 +379,7 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   p->msg = g_object_ref (msg);
   p->request = request;
   p->format = format;
+  p->api = api;
   /* Paused before submitting: the completion may be delivered before submit returns. */
   soup_server_message_pause (msg);
   SedpStatus s = sedp_pipeline_submit (p->instance->pipeline, request, on_request_done, p);
@@ -348,6 +388,7 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
     instance_unref (p->instance);
     g_object_unref (p->msg);
     sedp_request_unref (request);
+    model_api_call_free (api);
     g_free (p);
     unavailable (msg, s == SEDP_STATUS_OVERLOADED ? "overloaded: the pipeline's queue is full"
                                                   : "the pipeline is stopping");
@@ -355,6 +396,34 @@ handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served)
   }
   server->n_open++;
   g_signal_connect (msg, "finished", G_CALLBACK (on_message_finished), server);
+}
+
+void
+server_handle_predict (SedpServer *server, SoupServerMessage *msg, Served *served,
+                       gboolean model_api)
+{
+  if (!predict_admit (server, msg, served))
+    return;
+  SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
+  const char *ct = soup_message_headers_get_content_type (h, NULL);
+  SedpProtocolFormat format = SEDP_PROTOCOL_AUTO;
+  SedpModelApiFormat api_format = SEDP_MODEL_API_TFS_JSON;
+  if (model_api ? !model_api_format_of (ct, &api_format) : !native_format_of (ct, &format)) {
+    g_autofree char *m = g_strdup_printf ("content type '%s' is not supported: use %s or %s",
+                                          ct ? ct : "(none)", SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF,
+                                          SEDP_PROTOCOL_CONTENT_TYPE_JSON);
+    server_respond_error (msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, m);
+    return;
+  }
+  g_autoptr (GBytes) payload = predict_body (server, msg);
+  if (payload == NULL)
+    return;
+  ModelApiCall *api = NULL;
+  SedpRequest *request = model_api ? model_api_request (msg, served, api_format, payload,
+                                                        ++server->next_id, &api)
+                                   : native_request (server, payload, format);
+  if (request)
+    predict_submit (server, msg, served, request, format, api);
 }
 
 /* ---- warm-up ---- */
@@ -755,7 +824,7 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
   if (soup_server_message_get_status (msg) != 0)
     return; /* answered by the early handler */
   const char *method = soup_server_message_get_method (msg);
-  if (admin_handle (server, msg, path, query))
+  if (model_api_handle (server, msg, path) || admin_handle (server, msg, path, query))
     return;
   if (g_str_has_prefix (path, "/v1/pipelines/")) {
     const char *name = path + strlen ("/v1/pipelines/");
@@ -772,7 +841,7 @@ handler (SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable 
       server_respond_error (msg, SOUP_STATUS_NOT_FOUND, m);
       return;
     }
-    handle_predict (server, msg, s);
+    server_handle_predict (server, msg, s, FALSE);
   } else if (strcmp (path, "/v1/feedback") == 0) {
     handle_feedback (server, msg);
   } else if (strcmp (path, "/healthz") == 0 || strcmp (path, "/v1/pipelines") == 0 ||
@@ -854,19 +923,25 @@ served_load_warmup (Served *s, const SedpPipelineSpec *spec, GError **error)
   return TRUE;
 }
 
-gboolean
-sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *registry,
-                          GError **error)
+/* The model API's signature of @s: a bare model's from its ONNX file, a pipeline's from its
+ * [signature] group (docs/compat.md). */
+static gboolean
+served_load_signature (Served *s, const SedpPipelineSpec *spec, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize len;
-  g_autoptr (GError) io = NULL;
-  if (!g_file_get_contents (path, &text, &len, &io)) {
-    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO, "%s: %s", path, io->message);
-    return FALSE;
-  }
-  SedpPipelineSpec *spec = sedp_pipeline_spec_parse (text, len, path, error);
-  g_autoptr (SedpGraph) graph = spec ? sedp_graph_compile (spec, registry, error) : NULL;
+  s->signature = s->model_path ? sedp_model_api_signature_for_model (s->model_path, error)
+                               : sedp_model_api_signature_for_pipeline (spec, error);
+  return s->signature != NULL;
+}
+
+/* Serves the pipeline of @text (taken), read from @path; @model_path for a bare model. */
+static gboolean
+add_served (SedpServer *server, const char *path, char *text, const char *model_path,
+            SedpRegistry *registry, GError **error)
+{
+  g_autofree char *owned = text;
+  g_autoptr (SedpPipelineSpec) spec = sedp_pipeline_spec_parse (text, strlen (text), path, error);
+  g_autoptr (SedpGraph) graph = spec ? sedp_graph_compile (g_steal_pointer (&spec), registry, error)
+                                     : NULL;
   if (graph == NULL)
     return FALSE;
   g_autofree char *name = served_name (graph, path);
@@ -878,10 +953,12 @@ sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *re
   Served *s = g_new0 (Served, 1);
   s->name = g_steal_pointer (&name);
   s->path = g_strdup (path);
-  s->spec_text = g_steal_pointer (&text);
+  s->spec_text = g_steal_pointer (&owned);
+  s->model_path = g_strdup (model_path);
   s->registry = registry;
   s->outputs = g_strdupv (graph->spec->outputs);
-  if (!served_load_warmup (s, graph->spec, error) ||
+  if (!served_load_signature (s, graph->spec, error) ||
+      !served_load_warmup (s, graph->spec, error) ||
       (s->current = instance_new (server, s, g_steal_pointer (&graph), error)) == NULL) {
     served_free (s);
     return FALSE;
@@ -889,6 +966,34 @@ sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *re
   reloader_new (server, s);
   g_ptr_array_add (server->served, s);
   return TRUE;
+}
+
+gboolean
+sedp_server_add_pipeline (SedpServer *server, const char *path, SedpRegistry *registry,
+                          GError **error)
+{
+  char *text = NULL;
+  g_autoptr (GError) io = NULL;
+  if (!g_file_get_contents (path, &text, NULL, &io)) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO, "%s: %s", path, io->message);
+    return FALSE;
+  }
+  return add_served (server, path, text, NULL, registry, error);
+}
+
+gboolean
+sedp_server_add_model (SedpServer *server, const char *name, const char *model_path,
+                       SedpRegistry *registry, GError **error)
+{
+  g_autofree char *absolute = g_canonicalize_filename (model_path, NULL);
+  if (!g_file_test (absolute, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                 "--model %s=%s: no such file (the ONNX model to serve as '%s')", name,
+                 model_path, name);
+    return FALSE;
+  }
+  char *text = sedp_pipeline_text_for_model (name, absolute, 0);
+  return add_served (server, absolute, text, absolute, registry, error);
 }
 
 gboolean

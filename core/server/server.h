@@ -34,6 +34,14 @@ SEDP_API SedpServer *sedp_server_new (gsize max_body);
 SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path,
                                             SedpRegistry *registry, GError **error);
 
+/* Serves the ONNX model @model_path as @name without a pipeline file: the implicit pipeline of
+ * sedp_pipeline_text_for_model() (data_reader, then model_inference with the engine's batching),
+ * under the model API (docs/compat.md) and /v1/pipelines/NAME:predict alike. An error when the
+ * file is missing, the model does not load, or @name is served already. */
+SEDP_API gboolean sedp_server_add_model (SedpServer *server, const char *name,
+                                         const char *model_path, SedpRegistry *registry,
+                                         GError **error);
+
 /* Enables the admin API (docs/model-lifecycle.md#the-admin-api): its calls must carry
  * `Authorization: Bearer TOKEN`, TOKEN the first line of @path (white space around it removed;
  * at least 16 characters; the file readable by its owner only). Without a call to this, the admin
