@@ -73,6 +73,9 @@ model_api_items (const char *sedp, const char *url, const char *requests, const 
 
 enum { MA_NATIVE_PB, MA_NATIVE_JSON, MA_TFS, MA_DEEPREC, MA_N };
 
+/* One round's items/s per encoding. */
+typedef double ModelApiRound[MA_N];
+
 /* One round: each encoding once, in an order rotated by @round (no encoding always first). */
 static gboolean
 model_api_round (const char *sedp, const char *native, const char *model_api, const char *req,
@@ -89,7 +92,7 @@ model_api_round (const char *sedp, const char *native, const char *model_api, co
 }
 
 static void
-model_api_report (double (*v)[MA_N], int rounds, double (*median) (const double *, int))
+model_api_report (const ModelApiRound *v, int rounds, double (*median) (const double *, int))
 {
   g_autofree double *tfs = g_new (double, rounds), *dr = g_new (double, rounds);
   g_autofree double *js = g_new (double, rounds), *pb = g_new (double, rounds);
@@ -129,7 +132,7 @@ model_api_rounds (const char *sedp, const char *data_dir, int rounds, double sec
     return FALSE;
   g_autofree char *base = g_strndup (s.url, (gsize) (strstr (s.url, "/v1/pipelines/") - s.url));
   g_autofree char *model_api = g_strdup_printf ("%s/v1/models/ctr:predict", base);
-  g_autofree double (*v)[MA_N] = g_new0 (double[MA_N], rounds);
+  g_autofree ModelApiRound *v = g_new0 (ModelApiRound, rounds);
   gboolean ok = model_api_items (sedp, s.url, req, "protobuf", 3) > 0; /* warm-up */
   for (int r = 0; ok && r < rounds; r++) {
     ok = model_api_round (sedp, s.url, model_api, req, seconds, r, v[r]);

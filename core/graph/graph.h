@@ -70,6 +70,10 @@ gboolean sedp_graph_resolve_routes (SedpGraph *graph, GError **error);
  * declare they write (`writes`). FALSE with @error (SEDP_DSL_ERROR_COLUMN). */
 gboolean sedp_graph_check_columns (const SedpGraph *graph, GError **error);
 
+/* The columns the stages declare they write (`writes`), in topological order, each once; a stage
+ * that cannot say adds none. Returns: (transfer full): a NULL-terminated list, maybe empty. */
+SEDP_API char **sedp_graph_declared_writes (const SedpGraph *graph);
+
 /* A readable summary of the compiled graph (stages in topological order). */
 SEDP_API void sedp_graph_describe (const SedpGraph *graph, GString *out);
 

@@ -231,6 +231,24 @@ sedp_graph_resolve_routes (SedpGraph *g, GError **error)
 
 /* ---- columns: `needs` against `writes` ---- */
 
+char **
+sedp_graph_declared_writes (const SedpGraph *g)
+{
+  GPtrArray *out = g_ptr_array_new ();
+  for (guint i = 0; i < g->n_nodes; i++) {
+    const SedpGraphNode *n = &g->nodes[g->topo[i]];
+    if (n->plugin->desc->writes == NULL)
+      continue;
+    SedpStageContext ctx = check_context (n);
+    g_auto (GStrv) cols = n->plugin->desc->writes (&ctx, NULL);
+    for (guint k = 0; cols && cols[k]; k++)
+      if (!g_ptr_array_find_with_equal_func (out, cols[k], g_str_equal, NULL))
+        g_ptr_array_add (out, g_strdup (cols[k]));
+  }
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (out, FALSE);
+}
+
 /* The nodes before @node (its ancestors), in @before. */
 static void
 mark_ancestors (const SedpGraph *g, guint node, guint8 *before)

@@ -924,13 +924,24 @@ served_load_warmup (Served *s, const SedpPipelineSpec *spec, GError **error)
 }
 
 /* The model API's signature of @s: a bare model's from its ONNX file, a pipeline's from its
- * [signature] group (docs/compat.md). */
+ * [signature] group or its outputs (docs/compat.md). */
 static gboolean
-served_load_signature (Served *s, const SedpPipelineSpec *spec, GError **error)
+served_load_signature (Served *s, const SedpGraph *graph, GError **error)
 {
   s->signature = s->model_path ? sedp_model_api_signature_for_model (s->model_path, error)
-                               : sedp_model_api_signature_for_pipeline (spec, error);
-  return s->signature != NULL;
+                               : sedp_model_api_signature_for_pipeline (graph->spec, error);
+  if (s->signature == NULL)
+    return FALSE;
+  if (s->signature->outputs->len > 0)
+    return TRUE;
+  /* A pipeline that names no outputs answers the columns its stages declare they write (a
+   * model_inference stage's outputs). */
+  g_auto (GStrv) writes = sedp_graph_declared_writes (graph);
+  for (guint i = 0; writes[i]; i++) {
+    SedpModelApiTensor t = {.name = writes[i], .column = writes[i]};
+    sedp_model_api_signature_add_output (s->signature, &t);
+  }
+  return TRUE;
 }
 
 /* Serves the pipeline of @text (taken), read from @path; @model_path for a bare model. */
@@ -957,7 +968,7 @@ add_served (SedpServer *server, const char *path, char *text, const char *model_
   s->model_path = g_strdup (model_path);
   s->registry = registry;
   s->outputs = g_strdupv (graph->spec->outputs);
-  if (!served_load_signature (s, graph->spec, error) ||
+  if (!served_load_signature (s, graph, error) ||
       !served_load_warmup (s, graph->spec, error) ||
       (s->current = instance_new (server, s, g_steal_pointer (&graph), error)) == NULL) {
     served_free (s);
