@@ -10,6 +10,7 @@
  * ids or floats (an all-integer bare list stays ids until a non-integer turns it into floats).
  * The typing of columns over rows is the RowBuilder's, shared with the protobuf decoder. */
 #include "json-request.h"
+#include "json-number.h"
 
 #include "../runtime/frame-ops.h"
 
@@ -250,89 +251,13 @@ deeper (JsonDecode *d)
 
 /* ---- values ---- */
 
-typedef enum { NUM_INT, NUM_UINT, NUM_DOUBLE } NumKind;
-
-typedef struct {
-  NumKind kind;
-  gint64 i;   /* NUM_INT */
-  guint64 u;  /* NUM_UINT (above G_MAXINT64) */
-  double d;   /* every kind */
-} Number;
-
-/* An integer literal (yajl has checked the syntax): FALSE when it fits no 64-bit integer. */
-static gboolean
-parse_integer (const char *p, gsize len, Number *n)
-{
-  gboolean neg = *p == '-';
-  guint64 v = 0;
-  for (gsize k = neg; k < len; k++) {
-    guint digit = (guint) (p[k] - '0');
-    if (v > (G_MAXUINT64 - digit) / 10)
-      return FALSE;
-    v = v * 10 + digit;
-  }
-  if (neg) {
-    if (v > (guint64) G_MAXINT64 + 1)
-      return FALSE;
-    n->kind = NUM_INT;
-    n->i = v == (guint64) G_MAXINT64 + 1 ? G_MININT64 : -(gint64) v;
-    n->d = (double) n->i;
-  } else if (v > (guint64) G_MAXINT64) {
-    n->kind = NUM_UINT;
-    n->u = v;
-    n->d = (double) v;
-  } else {
-    n->kind = NUM_INT;
-    n->i = (gint64) v;
-    n->d = (double) n->i;
-  }
-  return TRUE;
-}
-
-/* A decimal literal exactly, without strtod, when its digits fit 2^53 and its power of ten is
- * within 10^22 (both exact doubles, so one rounding: the correctly rounded result). */
-static gboolean
-parse_decimal_fast (const char *p, gsize len, double *out)
-{
-  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  gsize k = *p == '-';
-  guint64 m = 0;
-  gint exp10 = 0, digits = 0;
-  for (; k < len && g_ascii_isdigit (p[k]); k++, digits++)
-    m = m * 10 + (guint) (p[k] - '0');
-  if (k < len && p[k] == '.')
-    for (k++; k < len && g_ascii_isdigit (p[k]); k++, digits++, exp10--)
-      m = m * 10 + (guint) (p[k] - '0');
-  if (k < len || digits > 15) /* an exponent, or digits that may pass 2^53 */
-    return FALSE;
-  if (exp10 < -22)
-    return FALSE;
-  double v = (double) m / pow10[-exp10];
-  *out = *p == '-' ? -v : v;
-  return TRUE;
-}
-
-#define MAX_NUMBER_CHARS 1024
-
 static int
-parse_number (JsonDecode *d, const char *p, gsize len, Number *n)
+parse_number (JsonDecode *d, const char *p, gsize len, SedpJsonNumber *n)
 {
-  if (memchr (p, '.', len) == NULL && memchr (p, 'e', len) == NULL &&
-      memchr (p, 'E', len) == NULL && parse_integer (p, len, n))
+  if (sedp_json_number_parse (p, len, n))
     return 1;
-  n->kind = NUM_DOUBLE;
-  if (parse_decimal_fast (p, len, &n->d))
-    return 1;
-  if (len > MAX_NUMBER_CHARS)
-    return fail (d, SEDP_PROTOCOL_ERROR_LIMIT, "a number of %" G_GSIZE_FORMAT " characters, more "
-                 "than the limit of %u", len, MAX_NUMBER_CHARS);
-  char buf[MAX_NUMBER_CHARS + 1];
-  memcpy (buf, p, len);
-  buf[len] = '\0';
-  n->d = g_ascii_strtod (buf, NULL);
-  return 1;
+  return fail (d, SEDP_PROTOCOL_ERROR_LIMIT, "a number of %" G_GSIZE_FORMAT " characters, more "
+               "than the limit of %u", len, SEDP_JSON_NUMBER_MAX_CHARS);
 }
 
 /* Sets the current feature's value in the current row. */
@@ -347,7 +272,7 @@ set_feature (JsonDecode *d, const RowValue *v)
 
 /* An id (user.id, items[i].id, an element of ids) from a number. */
 static int
-number_id (JsonDecode *d, const Number *n, guint64 *id)
+number_id (JsonDecode *d, const SedpJsonNumber *n, guint64 *id)
 {
   if (n->kind == NUM_INT && n->i < 0) {
     g_autofree char *path = expect_path (d);
@@ -407,7 +332,7 @@ bare_to_floats (JsonDecode *d)
 }
 
 static int
-number_element (JsonDecode *d, const Number *n)
+number_element (JsonDecode *d, const SedpJsonNumber *n)
 {
   guint64 id = 0;
   switch (d->list) {
@@ -431,7 +356,7 @@ number_element (JsonDecode *d, const Number *n)
 
 /* deadline_ms, top_k: an unsigned 32-bit integer. */
 static int
-number_u32 (JsonDecode *d, const Number *n, guint *out)
+number_u32 (JsonDecode *d, const SedpJsonNumber *n, guint *out)
 {
   const char *name = d->expect == E_DEADLINE ? "deadline_ms" : "top_k";
   if (n->kind == NUM_DOUBLE)
@@ -453,7 +378,7 @@ static int
 on_number (void *ctx, const char *p, size_t len)
 {
   JsonDecode *d = ctx;
-  Number n;
+  SedpJsonNumber n;
   if (!parse_number (d, p, len, &n))
     return 0;
   RowValue v = {SRC_NONE};

@@ -17,6 +17,7 @@ typedef char *(*MaPath) (gconstpointer ctx);
 /* One input array of a request being decoded. */
 typedef struct {
   char *name;                       /* the array's name in the request */
+  gsize name_len;                   /* strlen (name) */
   char *column;                     /* the item column it fills */
   const SedpModelApiTensor *decl;   /* its signature entry; NULL for an open array */
   SedpColumnType type;              /* 0 until an open array's first value */
@@ -34,6 +35,7 @@ typedef struct {
   gsize charged;     /* bytes held, against limits.max_decoded_bytes */
   GPtrArray *arrays; /* MaArray * */
   guint n_declared;
+  guint guess;       /* the array the next name most likely is: rows name them in order */
 } MaInputs;
 
 /* @limits: NULL or fields of 0: the defaults. */

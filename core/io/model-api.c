@@ -14,6 +14,7 @@ array_new (const char *name, gsize len, const char *column, const SedpModelApiTe
 {
   MaArray *a = g_new0 (MaArray, 1);
   a->name = g_strndup (name, len);
+  a->name_len = len;
   a->column = g_strdup (column ? column : a->name);
   a->decl = decl;
   if (decl) {
@@ -100,13 +101,19 @@ short_name (const char *name, gsize len)
   return g_strdup_printf ("%.*s%s", (int) n, name, len > n ? "…" : "");
 }
 
+/* The array named @name: the guess first (each instance names its inputs in the order the
+ * previous one did), then every array. */
 static MaArray *
 find_array (MaInputs *in, const char *name, gsize len)
 {
-  for (guint i = 0; i < in->arrays->len; i++) {
+  guint n = in->arrays->len;
+  for (guint k = 0; k < n; k++) {
+    guint i = (in->guess + k) % n;
     MaArray *a = g_ptr_array_index (in->arrays, i);
-    if (strlen (a->name) == len && memcmp (a->name, name, len) == 0)
+    if (a->name_len == len && memcmp (a->name, name, len) == 0) {
+      in->guess = i + 1;
       return a;
+    }
   }
   return NULL;
 }
@@ -198,7 +205,7 @@ push_value (MaInputs *in, MaArray *a, gconstpointer v, GError **error)
   if (!ma_inputs_charge (in, size, error))
     return FALSE;
   if (a->values == NULL)
-    a->values = g_array_new (FALSE, FALSE, size);
+    a->values = g_array_sized_new (FALSE, FALSE, size, 1024);
   g_array_append_vals (a->values, v, 1);
   a->n_values++;
   return TRUE;

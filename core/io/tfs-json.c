@@ -7,6 +7,7 @@
  * A row's value (a number, a string, {"b64": …}, or nested lists of them) goes straight into its
  * input array (model-api.c), flattened row-major; nested lists must be rectangular, and the
  * row's count of values is checked against the array's width when the value ends. */
+#include "json-number.h"
 #include "model-api-private.h"
 
 #include <math.h>
@@ -280,12 +281,40 @@ leaf_done (TfsDecode *d)
 
 /* ---- values ---- */
 
-#define MAX_NUMBER_CHARS 1024
+/* The common case in one step: a number inside a list of an array already typed as numbers,
+ * whose values sit at this depth, with room in the row and in the memory limit. TRUE when it was
+ * stored; FALSE leaves everything to the general path (which reports what is wrong). */
+static gboolean
+fast_number (TfsDecode *d, const char *p, size_t len)
+{
+  MaArray *a = d->arr;
+  if (d->expect != E_VALUE || d->vdepth == 0 || d->vdepth != d->leaf_depth || a == NULL ||
+      (a->type != SEDP_COLUMN_FLOAT32 && a->type != SEDP_COLUMN_INT64) || a->values == NULL ||
+      a->n_values - d->row_start >= d->in->limits.max_values ||
+      d->in->charged + 8 > d->in->limits.max_decoded_bytes)
+    return FALSE;
+  SedpJsonNumber n;
+  if (!sedp_json_number_parse (p, len, &n) || (a->type == SEDP_COLUMN_INT64 && n.kind != NUM_INT))
+    return FALSE;
+  if (a->type == SEDP_COLUMN_INT64) {
+    g_array_append_val (a->values, n.i);
+    d->in->charged += sizeof (gint64);
+  } else {
+    float f = n.kind == NUM_INT ? (float) n.i : (float) n.d; /* as ma_array_push_int / _double */
+    g_array_append_val (a->values, f);
+    d->in->charged += sizeof (float);
+  }
+  a->n_values++;
+  d->len[d->vdepth]++;
+  return TRUE;
+}
 
 static int
 on_number (void *ctx, const char *p, size_t len)
 {
   TfsDecode *d = ctx;
+  if (G_LIKELY (fast_number (d, p, len)))
+    return 1; /* inside a list: the next element is a value again (value_done's C_LIST) */
   if (d->expect == E_INSTANCE && !begin_bare_instance (d))
     return 0;
   if (d->expect != E_VALUE)
@@ -293,20 +322,13 @@ on_number (void *ctx, const char *p, size_t len)
   if (!element (d, FALSE) || !ma_array_accept (d->arr, SEDP_COLUMN_FLOAT32, value_path, d,
                                                &d->error))
     return 0;
-  if (len > MAX_NUMBER_CHARS)
+  SedpJsonNumber n;
+  if (!sedp_json_number_parse (p, len, &n))
     return fail (d, SEDP_PROTOCOL_ERROR_LIMIT, "a number of %zu characters, more than the limit "
-                 "of %u", len, MAX_NUMBER_CHARS);
-  char buf[MAX_NUMBER_CHARS + 1];
-  memcpy (buf, p, len);
-  buf[len] = '\0';
-  gint64 i;
-  gboolean ok;
-  if (strpbrk (buf, ".eE") == NULL && g_ascii_string_to_signed (buf, 10, G_MININT64, G_MAXINT64,
-                                                                 &i, NULL))
-    ok = ma_array_push_int (d->in, d->arr, i, &d->error);
-  else
-    ok = ma_array_push_double (d->in, d->arr, g_ascii_strtod (buf, NULL), value_path, d,
-                               &d->error);
+                 "of %u", len, SEDP_JSON_NUMBER_MAX_CHARS);
+  gboolean ok = n.kind == NUM_INT
+                    ? ma_array_push_int (d->in, d->arr, n.i, &d->error)
+                    : ma_array_push_double (d->in, d->arr, n.d, value_path, d, &d->error);
   return ok && leaf_done (d);
 }
 

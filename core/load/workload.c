@@ -81,6 +81,38 @@ parse_request (const char *line, const char *where, GError **error)
   return json_node_ref (root);
 }
 
+/* A copy of @items without the columns in @skip, its id lists of one length in every row as int64
+ * columns of that width (DeepRec's arrays are rectangular: slot_0 [rows, 4]). */
+static SedpFrame *
+rectangular_rows (const SedpFrame *items, const char *const *skip)
+{
+  guint n_rows = sedp_frame_get_n_rows (items);
+  SedpFrame *rows = sedp_frame_new (n_rows);
+  for (guint c = 0; c < sedp_frame_get_n_columns (items); c++) {
+    const SedpColumn *col = sedp_frame_get_column_at (items, c);
+    const char *name = sedp_column_get_name (col);
+    if (g_strv_contains (skip, name))
+      continue;
+    guint n = 0, first = 0;
+    gboolean ids = sedp_column_get_column_type (col) == SEDP_COLUMN_IDLIST;
+    gboolean same = ids && n_rows > 0;
+    for (guint r = 0; same && r < n_rows; r++) {
+      sedp_column_get_ids (col, r, &n);
+      first = r == 0 ? n : first;
+      same = n == first && n > 0;
+    }
+    if (!same) {
+      sedp_frame_put_column (rows, (SedpColumn *) col);
+      continue;
+    }
+    gint64 *out = sedp_column_int64_data (sedp_frame_add_column (rows, name, SEDP_COLUMN_INT64,
+                                                                 first));
+    for (guint r = 0; r < n_rows; r++)
+      memcpy (out + (gsize) r * first, sedp_column_get_ids (col, r, &n), first * sizeof (gint64));
+  }
+  return rows;
+}
+
 /* The model API's body of request @line (TF Serving or DeepRec): its items decoded by the
  * protocol's decoder, without item_id and escore, one row per instance. */
 static GBytes *
@@ -97,9 +129,7 @@ model_api_body (SedpWorkloadEncoding encoding, const char *line, GError **error)
   if (encoding == SEDP_WORKLOAD_TFS) {
     body = sedp_model_api_encode_tfs_request (decoded.items, skip);
   } else {
-    SedpFrame *rows = sedp_frame_copy_shallow (decoded.items);
-    for (guint i = 0; skip[i]; i++)
-      sedp_frame_remove_column (rows, skip[i]);
+    SedpFrame *rows = rectangular_rows (decoded.items, skip);
     body = sedp_model_api_encode_deeprec_request (NULL, rows, NULL);
     sedp_frame_unref (rows);
   }
