@@ -4,6 +4,8 @@
  * slow stage's backlog. */
 #include "server-harness.h"
 
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 #include <string.h>
 
 /* Every family the runtime and the plugins below write: a query cache (lookup and store), a
@@ -175,6 +177,55 @@ test_queue_gauges (void)
   CU_ASSERT_EQUAL (server_stop (&s), 0);
 }
 
+/* The events of @request at @stage of kind @cat in the trace file @path. */
+static guint
+trace_count (JsonArray *events, const char *request, const char *stage, const char *cat)
+{
+  guint n = 0;
+  for (guint i = 0; i < json_array_get_length (events); i++) {
+    JsonObject *e = json_array_get_object_element (events, i);
+    if (strcmp (json_object_get_string_member (e, "ph"), "X") != 0)
+      continue;
+    JsonObject *a = json_object_get_object_member (e, "args");
+    n += strcmp (json_object_get_string_member (a, "request_id"), request) == 0 &&
+         strcmp (json_object_get_string_member (a, "stage"), stage) == 0 &&
+         strcmp (json_object_get_string_member (e, "cat"), cat) == 0;
+  }
+  return n;
+}
+
+/* sedp serve --trace: the default samples one request in 100, the first; SIGTERM writes the
+ * file, with its queue wait and process call at each stage. */
+static void
+test_serve_trace (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sedp-trace-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "trace.json", NULL);
+  g_autofree char *opt = g_strdup_printf ("--trace=%s", path);
+  const char *basic = "[pipeline]\nname = serve\ndeadline_ms = 10000\n"
+                      "[stage reader]\nplugin = data_reader\n"
+                      "[stage score]\nplugin = synthetic_work\nafter = reader\noutput = score\n";
+  const char *pipelines[] = {basic, NULL};
+  Server s;
+  if (!server_start (&s, pipelines, opt))
+    return;
+  predict_ok (s.port, "serve", "{\"request_id\": \"t-1\", \"items\": [{\"id\": 1}]}");
+  predict_ok (s.port, "serve", "{\"request_id\": \"t-2\", \"items\": [{\"id\": 1}]}");
+  CU_ASSERT_EQUAL (server_stop (&s), 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  CU_ASSERT_TRUE_FATAL (json_parser_load_from_file (parser, path, NULL));
+  JsonArray *events = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
+                                                    "traceEvents");
+  const char *stages[] = {"reader", "score"};
+  for (guint k = 0; k < 2; k++) {
+    CU_ASSERT_EQUAL (trace_count (events, "t-1", stages[k], "queue"), 1);
+    CU_ASSERT_EQUAL (trace_count (events, "t-1", stages[k], "process"), 1);
+    CU_ASSERT_EQUAL (trace_count (events, "t-2", stages[k], "process"), 0);
+  }
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (void)
 {
@@ -182,7 +233,8 @@ main (void)
     return 1;
   CU_pSuite s = CU_add_suite ("metrics", NULL, NULL);
   if (CU_add_test (s, "test_promtool", test_promtool) == NULL ||
-      CU_add_test (s, "test_queue_gauges", test_queue_gauges) == NULL)
+      CU_add_test (s, "test_queue_gauges", test_queue_gauges) == NULL ||
+      CU_add_test (s, "test_serve_trace", test_serve_trace) == NULL)
     return 1;
   return sedp_test_run ();
 }
