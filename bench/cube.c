@@ -612,9 +612,9 @@ lookup_benchmark (gboolean quick)
     g_autoptr (GString) after = g_string_new (NULL);
     sedp_cube_source_stats (cached, after);
     printf ("RESULT redis_cached_lookups_per_s=%.0f\n", cached_rate);
-    guint64 k0 = stat_line (before, "cache_keys"), k1 = stat_line (after, "cache_keys");
-    guint64 m0 = stat_line (before, "cache_memory_hits"), m1 = stat_line (after, "cache_memory_hits");
-    guint64 d0 = stat_line (before, "cache_disk_hits"), d1 = stat_line (after, "cache_disk_hits");
+    guint64 k0 = stat_line (before, "cache_keys_total"), k1 = stat_line (after, "cache_keys_total");
+    guint64 m0 = stat_line (before, "cache_memory_hits_total"), m1 = stat_line (after, "cache_memory_hits_total");
+    guint64 d0 = stat_line (before, "cache_disk_hits_total"), d1 = stat_line (after, "cache_disk_hits_total");
     printf ("RESULT redis_cached_memory_hit=%.4f\n", (double) (m1 - m0) / (double) MAX (k1 - k0, 1));
     printf ("RESULT redis_cached_disk_hit=%.4f\n", (double) (d1 - d0) / (double) MAX (k1 - k0, 1));
     printf ("RESULT redis_cached_over_direct=%.2f\n", cached_rate / redis_rate);

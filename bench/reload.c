@@ -29,7 +29,7 @@
  *    eval` gave for that item with the unsplit model of the weights of version N;
  * 5. --fast-reloads reloads without load, one every --fast-interval seconds (or as soon as the
  *    server takes it), the server's RSS read 1 s after the first and after the last;
- * 6. reads the server's /metrics (sedp_model_swap_us_max, sedp_model_reloads_total).
+ * 6. reads the server's /metrics (sedp_model_swap_seconds_max, sedp_model_reloads_total).
  * The server's VmRSS is sampled from /proc every 50 ms throughout.
  *
  * Windows around a swap: from --window-before seconds before the reload was asked for to
@@ -41,7 +41,7 @@
  * RESULT keys (targets in docs/model-lifecycle.md): reload_errors (requests due and not answered
  * 200 with status OK), reload_version_mismatches (OK answers whose scores are not those of the
  * version they name, or that name no version made), reload_p99_over_steady (p99 of the requests
- * due in the windows over the baseline's p99), swap_us_max (the server's sedp_model_swap_us_max),
+ * due in the windows over the baseline's p99), swap_us_max (the server's sedp_model_swap_seconds_max, in µs),
  * reload_peak_rss_over_bound (peak VmRSS in the windows and the fast reloads over the baseline's
  * peak VmRSS + the largest dense.onnx + 5 % of that peak; with --round-reloads 0, the whole
  * reload phase's peak over the steady phases', each from --rss-settle seconds after its start;
@@ -1240,11 +1240,12 @@ run (Bench *b, double capacity, double rate, double apart)
   g_autofree char *metrics = NULL;
   guint st = http_call ("GET", "/metrics", NULL, &metrics);
   g_autofree char *labels = g_strdup_printf ("{pipeline=\"%s\",model=\"%s\"", b->pipeline_name, MODEL);
-  g_autofree char *swap_key = g_strconcat ("sedp_model_swap_us_max", labels, NULL);
+  g_autofree char *swap_key = g_strconcat ("sedp_model_swap_seconds_max", labels, NULL);
   g_autofree char *loaded_key = g_strconcat ("sedp_model_reloads_total", labels, ",result=\"loaded\"", NULL);
   g_autofree char *failed_key = g_strconcat ("sedp_model_reloads_total", labels, ",result=\"failed\"", NULL);
   g_autofree char *guard_key = g_strconcat ("sedp_model_rollbacks_total", labels, ",reason=\"guard\"", NULL);
-  double swap_us_max = st == 200 ? bench_metric (metrics, swap_key) : -1;
+  double swap_s_max = st == 200 ? bench_metric (metrics, swap_key) : -1;
+  double swap_us_max = swap_s_max >= 0 ? swap_s_max * 1e6 : -1;
   printf ("RESULT reloads_total=%u server_reloads_loaded=%.0f server_reloads_failed=%.0f "
           "server_rollbacks_guard=%.0f fast_reloads=%d fast_reloads_done=%s\n",
           b->reloads->len, st == 200 ? bench_metric (metrics, loaded_key) : -1,

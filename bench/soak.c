@@ -1071,15 +1071,15 @@ soak (const Options *o, RedisServer *redis, char *sedp, const char *data, const 
     g_string_append_printf (minutes, "%s%.1f", t > 0 ? "," : "",
                             p99_between (&L, t, MIN (t + 60, duration), NULL));
 
-  /* the server's counters: the lookup stage's, then its Redis backend's (# stats: lines) */
+  /* the server's counters: the lookup stage's, then its Redis backend's (families from its stats callback) */
   static const char *const counters[][2] = {
     {"server_degraded_lookups", "sedp_degraded_lookups_total{"},
     {"server_degraded_keys", "sedp_degraded_keys_total{"},
     {"server_missing_keys", "sedp_missing_keys_total{"},
-    {"redis_degraded", "# stats: pipeline=ctr-redis lookup redis_degraded "},
-    {"redis_reconnects", "# stats: pipeline=ctr-redis lookup redis_reconnects "},
-    {"redis_connect_failures", "# stats: pipeline=ctr-redis lookup redis_connect_failures "},
-    {"redis_errors", "# stats: pipeline=ctr-redis lookup redis_errors "},
+    {"redis_degraded", "sedp_redis_degraded{pipeline=\"ctr-redis\",stage=\"lookup\"} "},
+    {"redis_reconnects", "sedp_redis_reconnects{pipeline=\"ctr-redis\",stage=\"lookup\"} "},
+    {"redis_connect_failures", "sedp_redis_connect_failures{pipeline=\"ctr-redis\",stage=\"lookup\"} "},
+    {"redis_errors", "sedp_redis_errors{pipeline=\"ctr-redis\",stage=\"lookup\"} "},
   };
   g_autoptr (GString) server_counts = g_string_new (NULL);
   for (guint i = 0; i < G_N_ELEMENTS (counters); i++) {

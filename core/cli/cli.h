@@ -19,6 +19,17 @@ int sedp_cmd_serve (int argc, char **argv);
 int sedp_cmd_shed (int argc, char **argv);
 int sedp_cmd_tune (int argc, char **argv);
 
+typedef struct _SedpTrace SedpTrace;
+
+/* --trace FILE and --trace-sample N (trace-option.c): checks N and that FILE can be written
+ * (else prints the error and sets *@ok FALSE: exit with 2); when @path is set, makes the trace every pipeline created from now on records
+ * into (core/runtime/trace.h). NULL without --trace. */
+SedpTrace *sedp_cli_trace_open (const char *subcommand, const char *path, gint sample, gboolean *ok);
+
+/* Once the pipelines stopped: writes @trace (NULL: nothing) to its file, says so on stderr
+ * (unless @quiet and nothing was dropped) and frees it. FALSE when it could not be written. */
+gboolean sedp_cli_trace_close (const char *subcommand, SedpTrace *trace, gboolean quiet);
+
 /* Prints "sedp SUBCOMMAND: MESSAGE" on stderr. */
 void sedp_cli_error (const char *subcommand, const char *message);
 

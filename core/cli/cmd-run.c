@@ -1,6 +1,8 @@
 /* sedp run — score a file of requests offline through a pipeline. */
 #include "cli.h"
 
+#include "../runtime/trace.h"
+
 #include <errno.h>
 #include <string.h>
 #include <stdio.h>
@@ -21,7 +23,8 @@ int
 sedp_cmd_run (int argc, char **argv)
 {
   char *requests_path = NULL, *out_path = NULL, *metrics_path = NULL, *format_name = NULL;
-  gint max_inflight = 256;
+  g_autofree char *trace_path = NULL;
+  gint max_inflight = 256, trace_sample = 1;
   gboolean quiet = FALSE;
   const GOptionEntry entries[] = {
     {"requests", 'r', 0, G_OPTION_ARG_FILENAME, &requests_path,
@@ -36,6 +39,11 @@ sedp_cmd_run (int argc, char **argv)
     {"metrics", 0, 0, G_OPTION_ARG_FILENAME, &metrics_path,
      "After the run, write every stage's metrics (Prometheus text) and stats to FILE", "FILE"},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress or summary on stderr", NULL},
+    {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_path,
+     "Write a Chrome trace (JSON; Perfetto or chrome://tracing open it) of the sampled requests "
+     "to FILE at the end: each stage's queue wait and process call (docs/observability.md)", "FILE"},
+    {"trace-sample", 0, 0, G_OPTION_ARG_INT, &trace_sample,
+     "Trace one request in N (default 1: every request)", "N"},
     G_OPTION_ENTRY_NULL,
   };
   if (!sedp_cli_parse ("run", "PIPELINE --requests FILE",
@@ -61,12 +69,17 @@ sedp_cmd_run (int argc, char **argv)
     sedp_cli_error ("run", "--max-inflight must be from 1 to 1000000");
     return 2;
   }
+  gboolean trace_ok;
+  SedpTrace *trace = sedp_cli_trace_open ("run", trace_path, trace_sample, &trace_ok);
+  if (!trace_ok)
+    return 2;
   g_auto (GStrv) path = sedp_registry_default_path ();
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
   g_autoptr (GError) error = NULL;
   SedpGraph *graph = sedp_graph_load (argv[1], registry, &error);
   if (graph == NULL) {
     sedp_cli_error ("run", error->message);
+    sedp_trace_free (trace);
     return 1;
   }
   char **outputs = g_strdupv (graph->spec->outputs);
@@ -82,6 +95,7 @@ sedp_cmd_run (int argc, char **argv)
     sedp_cli_error ("run", error->message);
     sedp_pipeline_free (pipeline);
     g_strfreev (outputs);
+    sedp_trace_free (trace);
     return 1;
   }
   SedpRequestReader *reader = sedp_request_reader_open_format (rp, format, &error);
@@ -95,6 +109,7 @@ sedp_cmd_run (int argc, char **argv)
     sedp_request_reader_close (reader);
     sedp_pipeline_free (pipeline);
     g_strfreev (outputs);
+    sedp_trace_free (trace);
     return 1;
   }
 
@@ -191,11 +206,7 @@ sedp_cmd_run (int argc, char **argv)
     sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (pipeline), text);
     g_autoptr (GString) stats = g_string_new (NULL);
     sedp_pipeline_collect_stats (pipeline, stats);
-    if (stats->len) {
-      g_auto (GStrv) lines = g_strsplit (g_strchomp (stats->str), "\n", -1);
-      g_autofree char *commented = g_strjoinv ("\n# stats: ", lines);
-      g_string_append_printf (text, "# stats: %s\n", commented);
-    }
+    sedp_metrics_write_stats (stats->str, text);
     g_autoptr (GError) werr = NULL;
     if (!g_file_set_contents (mp, text->str, (gssize) text->len, &werr)) {
       sedp_cli_error ("run", werr->message);
@@ -204,6 +215,8 @@ sedp_cmd_run (int argc, char **argv)
   }
   sedp_request_reader_close (reader);
   sedp_pipeline_free (pipeline);
+  if (!sedp_cli_trace_close ("run", trace, quiet))
+    status = 1;
   g_async_queue_unref (st.done);
   g_strfreev (outputs);
   return status;

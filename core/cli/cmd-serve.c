@@ -1,6 +1,7 @@
 /* sedp serve — serve pipelines over HTTP (docs/serving.md). */
 #include "cli.h"
 
+#include "../runtime/trace.h"
 #include "../server/server.h"
 
 #include <glib-unix.h>
@@ -82,6 +83,8 @@ sedp_cmd_serve (int argc, char **argv)
   gint heap_release = 10;
   g_autofree char *admin_token_file = NULL;
   g_auto (GStrv) models = NULL;
+  g_autofree char *trace_path = NULL;
+  gint trace_sample = 100;
   const GOptionEntry entries[] = {
     {"model", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &models,
      "Serve the ONNX model FILE as NAME without a pipeline file (repeatable; with or without PIPELINE files): POST /v1/models/NAME:predict in TF Serving's REST JSON or DeepRec's protobuf (docs/compat.md)", "NAME=FILE"},
@@ -97,6 +100,12 @@ sedp_cmd_serve (int argc, char **argv)
      "Every SECONDS, give the heap's free pages back to the system, so that a burst's memory does not stay resident (default 10; 0: never)", "SECONDS"},
     {"admin-token-file", 0, 0, G_OPTION_ARG_FILENAME, &admin_token_file,
      "Enable the admin API (POST /v1/admin/models/NAME:reload and :rollback; docs/model-lifecycle.md): its calls carry 'Authorization: Bearer TOKEN', TOKEN the first line of FILE (mode 600, at least 16 characters). Without it the admin API answers 404", "FILE"},
+    {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_path,
+     "Write a Chrome trace (JSON; Perfetto or chrome://tracing open it) of the sampled requests "
+     "to FILE when serve stops (SIGTERM/SIGINT): each stage's queue wait and process call "
+     "(docs/observability.md)", "FILE"},
+    {"trace-sample", 0, 0, G_OPTION_ARG_INT, &trace_sample,
+     "Trace one request in N (default 100)", "N"},
     G_OPTION_ENTRY_NULL,
   };
   if (!sedp_cli_parse ("serve", "[PIPELINE…] [--model NAME=FILE.onnx…] [--listen ADDR:PORT]",
@@ -129,6 +138,10 @@ sedp_cmd_serve (int argc, char **argv)
   }
   if (!sedp_cli_apply_cpus ("serve", cpus)) /* before any thread starts: they inherit it */
     return 2;
+  gboolean trace_ok;
+  SedpTrace *trace = sedp_cli_trace_open ("serve", trace_path, trace_sample, &trace_ok);
+  if (!trace_ok)
+    return 2;
   sedp_serve_heap_tune ();
   g_auto (GStrv) path = sedp_registry_default_path ();
   g_autoptr (SedpRegistry) registry = sedp_registry_new ((const char *const *) path);
@@ -143,6 +156,7 @@ sedp_cmd_serve (int argc, char **argv)
   if (error) {
     sedp_cli_error ("serve", error->message);
     sedp_server_free (server);
+    sedp_trace_free (trace);
     return 1;
   }
   SedpServeHeapWatch *heap_watch = sedp_serve_heap_watch_start ((guint) heap_release);
@@ -163,6 +177,7 @@ sedp_cmd_serve (int argc, char **argv)
   g_main_loop_unref (st.loop);
   sedp_server_free (server);
   sedp_serve_heap_watch_stop (heap_watch);
+  gboolean traced = sedp_cli_trace_close ("serve", trace, FALSE); /* the pipelines stopped */
   fprintf (stderr, "sedp serve: stopped\n");
-  return st.warmup_failed ? 1 : 0;
+  return st.warmup_failed || !traced ? 1 : 0;
 }

@@ -199,6 +199,12 @@ read_queue_capacity (gconstpointer data)
 }
 
 static double
+read_stage_in_flight (gconstpointer data)
+{
+  return (double) g_atomic_int_get (&((Stage *) data)->processing);
+}
+
+static double
 read_inflight (gconstpointer data)
 {
   return (double) g_atomic_int_get ((gint *) &((SedpPipeline *) data)->inflight);
@@ -242,11 +248,11 @@ sedp_load_register_gauges (SedpPipeline *p)
                       "Candidate items of the requests in flight (once their source ran)",
                       read_items_inflight, p);
   sedp_metrics_gauge (m, "pipeline", "recent_latency_p50_us",
-                      "Median latency of the requests completed in the last 2 s (microseconds)",
+                      "Median latency of the requests completed in the last 2 s (seconds)",
                       read_recent_p50, p);
   sedp_metrics_gauge (m, "pipeline", "recent_latency_p99_us",
                       "99th percentile latency of the requests completed in the last 2 s "
-                      "(microseconds)", read_recent_p99, p);
+                      "(seconds)", read_recent_p99, p);
   sedp_metrics_gauge (m, "pipeline", "recent_arrival_rate",
                       "Requests submitted per second, over the last 2 s", read_arrival_rate, p);
   for (guint i = 0; i < p->n_stages; i++) {
@@ -256,5 +262,8 @@ sedp_load_register_gauges (SedpPipeline *p)
     sedp_metrics_gauge (m, s->ctx.name, "queue_capacity",
                         "Capacity of the stage's channel (0 in sync mode: no channel)",
                         read_queue_capacity, s);
+    sedp_metrics_gauge (m, s->ctx.name, "stage_in_flight",
+                        "Events in the stage's process call now (over its workers)",
+                        read_stage_in_flight, s);
   }
 }

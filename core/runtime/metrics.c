@@ -217,6 +217,27 @@ sedp_histogram_quantile (const SedpHistogram *h, double q)
   return h->n_bounds ? h->bounds[h->n_bounds - 1] : 0.0;
 }
 
+/* Names are registered in the unit the code measures (microseconds: "_us"); the exposition uses
+ * Prometheus' base unit, seconds (`promtool check metrics`): a name with an "_us" part is exported
+ * with "_seconds" there, its values divided by 1e6. Returns the scale; *@exported the name. */
+static double
+exported_name (const char *name, char **exported)
+{
+  const char *us = g_str_has_suffix (name, "_us") ? name + strlen (name) - 3 : strstr (name, "_us_");
+  if (us == NULL) {
+    *exported = g_strdup (name);
+    return 1.0;
+  }
+  *exported = g_strdup_printf ("%.*s_seconds%s", (int) (us - name), name, us + 3);
+  return 1e-6;
+}
+
+static void
+write_family_head (GString *out, const char *name, const char *help, const char *type)
+{
+  g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s %s\n", name, help, name, type);
+}
+
 static gint
 compare_counter (gconstpointer a, gconstpointer b)
 {
@@ -251,7 +272,6 @@ compare_gauge (gconstpointer a, gconstpointer b)
   return c ? c : strcmp (x->stage, y->stage);
 }
 
-/* Every gauge, one family per name, one sample per stage. */
 /* The labels of a metric registered for @stage: `stage="S"`, or for "S/B" (a router's branch,
  * core/runtime/route.c) `stage="S",branch="B"`. Stage and branch names need no escaping. */
 static char *
@@ -263,6 +283,7 @@ stage_labels (const char *stage)
   return g_strdup_printf ("stage=\"%.*s\",branch=\"%s\"", (int) (slash - stage), stage, slash + 1);
 }
 
+/* Every gauge, one family per name, one sample per stage. */
 static void
 write_gauges (SedpMetrics *m, GString *out)
 {
@@ -273,15 +294,18 @@ write_gauges (SedpMetrics *m, GString *out)
   g_mutex_unlock (&m->lock);
   g_ptr_array_sort (gauges, compare_gauge);
   const char *family = NULL;
+  g_autofree char *name = NULL;
+  double scale = 1.0;
   for (guint i = 0; i < gauges->len; i++) {
     Gauge *g = gauges->pdata[i];
     if (family == NULL || strcmp (family, g->name) != 0) {
       family = g->name;
-      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s gauge\n", g->name, g->help,
-                              g->name);
+      g_free (name);
+      scale = exported_name (g->name, &name);
+      write_family_head (out, name, g->help, "gauge");
     }
     g_autofree char *lb = stage_labels (g->stage);
-    g_string_append_printf (out, "sedp_%s{%s} %g\n", g->name, lb, g->read (g->data));
+    g_string_append_printf (out, "sedp_%s{%s} %.17g\n", name, lb, g->read (g->data) * scale);
   }
 }
 
@@ -291,6 +315,67 @@ compare_histogram (gconstpointer a, gconstpointer b)
   const SedpHistogram *x = *(SedpHistogram *const *) a, *y = *(SedpHistogram *const *) b;
   int c = strcmp (x->name, y->name);
   return c ? c : strcmp (x->stage, y->stage);
+}
+
+static void
+write_counters (GPtrArray *counters, GString *out)
+{
+  const char *family = NULL;
+  g_autofree char *name = NULL;
+  double scale = 1.0;
+  for (guint i = 0; i < counters->len; i++) {
+    SedpCounter *c = counters->pdata[i];
+    if (family == NULL || strcmp (family, c->name) != 0) {
+      family = c->name;
+      g_free (name);
+      scale = exported_name (c->name, &name);
+      write_family_head (out, name, c->help, "counter");
+    }
+    g_autofree char *lb = stage_labels (c->stage);
+    if (scale == 1.0)
+      g_string_append_printf (out, "sedp_%s{%s} %" G_GUINT64_FORMAT "\n", name, lb,
+                              sedp_counter_get (c));
+    else
+      g_string_append_printf (out, "sedp_%s{%s} %.17g\n", name, lb,
+                              (double) sedp_counter_get (c) * scale);
+  }
+}
+
+static void
+write_histogram (const SedpHistogram *h, const char *name, double scale, GString *out)
+{
+  guint64 cum = 0;
+  g_autofree char *lb = stage_labels (h->stage);
+  for (guint b = 0; b <= h->n_bounds; b++) {
+    cum += __atomic_load_n (&h->buckets[b], __ATOMIC_RELAXED);
+    if (b < h->n_bounds)
+      g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n", name,
+                              lb, h->bounds[b] * scale, cum);
+    else
+      g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
+                              name, lb, cum);
+  }
+  g_string_append_printf (out, "sedp_%s_sum{%s} %.17g\nsedp_%s_count{%s} %" G_GUINT64_FORMAT "\n",
+                          name, lb, histogram_sum (h) * scale, name, lb,
+                          sedp_histogram_get_count (h));
+}
+
+static void
+write_histograms (GPtrArray *histograms, GString *out)
+{
+  const char *family = NULL;
+  g_autofree char *name = NULL;
+  double scale = 1.0;
+  for (guint i = 0; i < histograms->len; i++) {
+    SedpHistogram *h = histograms->pdata[i];
+    if (family == NULL || strcmp (family, h->name) != 0) {
+      family = h->name;
+      g_free (name);
+      scale = exported_name (h->name, &name);
+      write_family_head (out, name, h->help, "histogram");
+    }
+    write_histogram (h, name, scale, out);
+  }
 }
 
 void
@@ -307,42 +392,82 @@ sedp_metrics_write_prometheus (SedpMetrics *m, GString *out)
   g_mutex_unlock (&m->lock);
   g_ptr_array_sort (counters, compare_counter);
   g_ptr_array_sort (histograms, compare_histogram);
-  const char *family = NULL;
-  for (guint i = 0; i < counters->len; i++) {
-    SedpCounter *c = counters->pdata[i];
-    if (family == NULL || strcmp (family, c->name) != 0) {
-      family = c->name;
-      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s counter\n", c->name,
-                              c->help, c->name);
-    }
-    g_autofree char *lb = stage_labels (c->stage);
-    g_string_append_printf (out, "sedp_%s{%s} %" G_GUINT64_FORMAT "\n", c->name, lb,
-                            sedp_counter_get (c));
-  }
-  family = NULL;
-  for (guint i = 0; i < histograms->len; i++) {
-    SedpHistogram *h = histograms->pdata[i];
-    if (family == NULL || strcmp (family, h->name) != 0) {
-      family = h->name;
-      g_string_append_printf (out, "# HELP sedp_%s %s\n# TYPE sedp_%s histogram\n", h->name,
-                              h->help, h->name);
-    }
-    guint64 cum = 0;
-    g_autofree char *lb = stage_labels (h->stage);
-    for (guint b = 0; b <= h->n_bounds; b++) {
-      cum += __atomic_load_n (&h->buckets[b], __ATOMIC_RELAXED);
-      if (b < h->n_bounds)
-        g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"%g\"} %" G_GUINT64_FORMAT "\n",
-                                h->name, lb, h->bounds[b], cum);
-      else
-        g_string_append_printf (out, "sedp_%s_bucket{%s,le=\"+Inf\"} %" G_GUINT64_FORMAT "\n",
-                                h->name, lb, cum);
-    }
-    g_string_append_printf (out, "sedp_%s_sum{%s} %g\nsedp_%s_count{%s} %" G_GUINT64_FORMAT "\n",
-                            h->name, lb, histogram_sum (h), h->name, lb,
-                            sedp_histogram_get_count (h));
-  }
+  write_counters (counters, out);
+  write_histograms (histograms, out);
   write_gauges (m, out);
+}
+
+/* One "STAGE NAME VALUE" line of sedp_pipeline_collect_stats. */
+typedef struct {
+  char *stage;
+  char *name;
+  double value;
+  char *labels; /* (nullable) the labels the name carried, without braces */
+} StatLine;
+
+static gint
+compare_stat (gconstpointer a, gconstpointer b)
+{
+  const StatLine *x = a, *y = b;
+  int c = strcmp (x->name, y->name);
+  c = c ? c : strcmp (x->stage, y->stage);
+  return c ? c : g_strcmp0 (x->labels, y->labels);
+}
+
+static void
+stat_line_clear (gpointer p)
+{
+  StatLine *l = p;
+  g_free (l->stage);
+  g_free (l->name);
+  g_free (l->labels);
+}
+
+static GArray *
+parse_stats (const char *stats)
+{
+  GArray *lines = g_array_new (FALSE, FALSE, sizeof (StatLine));
+  g_array_set_clear_func (lines, stat_line_clear);
+  g_auto (GStrv) split = g_strsplit (stats, "\n", -1);
+  for (char **l = split; *l; l++) {
+    g_auto (GStrv) f = g_strsplit (*l, " ", 3);
+    if (g_strv_length (f) != 3)
+      continue;
+    const char *brace = strchr (f[1], '{');
+    StatLine sl = {g_strdup (f[0]), brace ? g_strndup (f[1], (gsize) (brace - f[1])) : g_strdup (f[1]),
+                   g_ascii_strtod (f[2], NULL), brace && g_str_has_suffix (brace, "}")
+                                                    ? g_strndup (brace + 1, strlen (brace) - 2)
+                                                    : NULL};
+    g_array_append_val (lines, sl);
+  }
+  g_array_sort (lines, compare_stat);
+  return lines;
+}
+
+void
+sedp_metrics_write_stats (const char *stats, GString *out)
+{
+  g_return_if_fail (stats != NULL && out != NULL);
+  g_autoptr (GArray) lines = parse_stats (stats);
+  const char *family = NULL;
+  g_autofree char *name = NULL;
+  double scale = 1.0;
+  for (guint i = 0; i < lines->len; i++) {
+    const StatLine *l = &g_array_index (lines, StatLine, i);
+    if (family == NULL || strcmp (family, l->name) != 0) {
+      family = l->name;
+      g_free (name);
+      scale = exported_name (l->name, &name);
+      gboolean counter = g_str_has_suffix (l->name, "_total");
+      g_autofree char *help = g_strdup_printf (
+          "%s reported by the stage's stats callback (%s)", l->name,
+          counter ? "a count since the stage started" : "its value at the scrape");
+      write_family_head (out, name, help, counter ? "counter" : "gauge");
+    }
+    g_autofree char *lb = stage_labels (l->stage);
+    g_string_append_printf (out, "sedp_%s{%s%s%s} %.17g\n", name, lb, l->labels ? "," : "",
+                            l->labels ? l->labels : "", l->value * scale);
+  }
 }
 
 SedpStats *

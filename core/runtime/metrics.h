@@ -35,8 +35,15 @@ SEDP_API double sedp_histogram_quantile (const SedpHistogram *histogram, double 
 /* Mean of the observed values (0 when none). */
 SEDP_API double sedp_histogram_mean (const SedpHistogram *histogram);
 
-/* Appends every metric in Prometheus text format (names prefixed with "sedp_", label stage). */
+/* Appends every metric in Prometheus text format (names prefixed with "sedp_", label stage): one
+ * family (HELP, TYPE, samples) per name. A name registered with an "_us" part (microseconds) is
+ * exported with "_seconds" there and its values in seconds (Prometheus' base unit). Thread-safe. */
 SEDP_API void sedp_metrics_write_prometheus (SedpMetrics *metrics, GString *out);
+
+/* Appends the "STAGE NAME VALUE" lines of sedp_pipeline_collect_stats (@stats) as Prometheus
+ * families sedp_NAME{stage="STAGE"}: a counter when NAME ends in "_total", else a gauge; "_us"
+ * names as above. Lines of another shape are skipped. Pure function of @stats. */
+SEDP_API void sedp_metrics_write_stats (const char *stats, GString *out);
 
 /* Makes a SedpStats collector writing "stage name value" lines into @out. */
 SEDP_API SedpStats *sedp_stats_new (const char *stage, GString *out);

@@ -240,6 +240,17 @@ drop_columns (Stage *s, SedpFrame *frame)
       }
 }
 
+/* Hands a batch's times to the trace (trace.c), which keeps those of sampled requests. */
+static void
+trace_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker, gboolean sync,
+             gint64 picked, gint64 t0, gint64 t1)
+{
+  gint *tids = sync ? p->sync_tids : s->tids;
+  SedpTraceBatch b = {p->graph->spec->name ? p->graph->spec->name : "pipeline", s->ctx.name, worker, sync,
+                      g_atomic_int_get (&tids[worker]), picked, t0, t1};
+  sedp_trace_record_batch (p->trace, &b, evs, n);
+}
+
 static void
 process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker, SyncExec *x)
 {
@@ -265,6 +276,7 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
   sedp_counter_add (s->m_events, live);
   sedp_histogram_observe (s->m_batch, live);
   GError *error = NULL;
+  g_atomic_int_add (&s->processing, (gint) live);
   gint64 t0 = g_get_monotonic_time ();
   gboolean ok = s->desc->process (s->instance, evs, live, worker, &error);
   if (!ok) {
@@ -290,6 +302,7 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
     g_clear_error (&error);
   }
   gint64 t1 = g_get_monotonic_time ();
+  g_atomic_int_add (&s->processing, -(gint) live);
   sedp_histogram_observe (s->m_latency, (double) (t1 - t0));
   guint rows = 0;
   for (guint i = 0; i < live; i++) {
@@ -298,6 +311,8 @@ process_batch (SedpPipeline *p, Stage *s, SedpEvent **evs, guint n, guint worker
   }
   sedp_latency_window_observe_n (s->rows_done, 0, rows, t1);
   sedp_latency_window_observe_n (s->busy_us, 0, (guint) MIN (t1 - t0, G_MAXUINT), t1);
+  if (G_UNLIKELY (p->trace != NULL)) /* tracing off: this branch is its whole cost */
+    trace_batch (p, s, evs, live, worker, x != NULL, now, t0, t1);
   for (guint i = 0; i < live; i++) {
     if (s->drop && evs[i]->frame)
       drop_columns (s, evs[i]->frame);
@@ -434,6 +449,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
   p->mode = spec->mode;
   p->deadline_us = (gint64) spec->deadline_ms * 1000;
   p->frame_rows = spec->frame_rows;
+  p->trace = sedp_trace_get_default ();
   g_mutex_init (&p->lock);
   g_cond_init (&p->drained);
 
@@ -451,7 +467,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
   p->recent_arrivals = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   p->recent_items = sedp_latency_window_new (SEDP_RECENT_SLICES, SEDP_RECENT_SLICE_US);
   p->m_request_latency = sedp_metrics_histogram (p->metrics, "pipeline", "request_latency_us",
-                                                 "Request latency (microseconds)", latency_bounds_us,
+                                                 "Request latency (seconds)", latency_bounds_us,
                                                  G_N_ELEMENTS (latency_bounds_us));
 
   for (guint i = 0; i < p->n_stages; i++) {
@@ -496,7 +512,7 @@ sedp_pipeline_new (SedpGraph *graph, GError **error)
                                          "Events per process call", batch_bounds,
                                          G_N_ELEMENTS (batch_bounds));
     s->m_latency = sedp_metrics_histogram (p->metrics, s->ctx.name, "stage_process_us",
-                                           "Duration of one process call (microseconds)",
+                                           "Duration of one process call (seconds)",
                                            latency_bounds_us, G_N_ELEMENTS (latency_bounds_us));
     sedp_load_init_stage (p, s);
     sedp_route_init_stage (p, s);
@@ -654,6 +670,8 @@ sedp_pipeline_submit (SedpPipeline *p, SedpRequest *r, SedpRequestDone done, gpo
   gboolean auto_deadline = r->deadline == 0;
   sedp_request_ref (r); /* the pipeline's, dropped at completion */
   sedp_request_begin (r, p, done, user_data);
+  if (G_UNLIKELY (p->trace != NULL))
+    r->traced = sedp_trace_sample (p->trace);
   sedp_latency_window_observe (p->recent_arrivals, 0, r->submitted_at);
   g_mutex_lock (&p->lock);
   g_atomic_int_inc ((gint *) &p->inflight);

@@ -49,7 +49,7 @@ sedp_route_init_stage (SedpPipeline *p, Stage *s)
     bs->m_refused = sedp_metrics_counter (p->metrics, label, "branch_refused_total",
                                           "Requests refused by the branch's quota");
     bs->m_latency = sedp_metrics_histogram (p->metrics, label, "branch_request_latency_us",
-                                            "Latency of the requests that took the branch",
+                                            "Latency of the requests that took the branch (seconds)",
                                             branch_latency_bounds_us,
                                             G_N_ELEMENTS (branch_latency_bounds_us));
     sedp_metrics_gauge (p->metrics, label, "branch_inflight",

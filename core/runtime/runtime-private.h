@@ -7,6 +7,7 @@
 #include "../graph/stage-context.h"
 #include "frame-private.h"
 #include "pipeline.h"
+#include "trace.h"
 
 typedef struct _Stage Stage;
 typedef struct _JoinSlot JoinSlot;
@@ -62,6 +63,7 @@ struct _SedpRequest {
   gint heap_pos;               /* position in the deadline heap, -1 when not there */
   GPtrArray *holds;            /* (nullable) BranchState*: the branches it was admitted to */
   gboolean skipped;            /* a skip reached a sink: items may have reached none */
+  gboolean traced;             /* sampled by the pipeline's trace (set at submission) */
 };
 
 struct _SedpEvent {
@@ -106,6 +108,7 @@ struct _Stage {
   SedpLatencyWindow *residence; /* per event: from its enqueue to the end of process (load.c) */
   SedpLatencyWindow *rows_done; /* rows of the events processed (a count: sums, not values) */
   SedpLatencyWindow *busy_us;   /* microseconds spent in process (a count, likewise) */
+  gint processing;             /* atomic: events in a process call now (the in-flight gauge) */
   guint8 *downstream;          /* per node: 1 when it comes after this stage */
   LoadCache *load;             /* the last load snapshot read by this stage */
   BranchState *branches;       /* a router's branches (route.c), n_branches of them */
@@ -130,6 +133,7 @@ struct _SedpPipeline {
   guint inflight;              /* atomic; changed under lock (drained waits on it) */
   gint items_inflight;         /* atomic: items of the requests in flight not finished yet */
   DeadlineQueue *deadlines;
+  SedpTrace *trace;            /* (nullable) the default trace when it was created (trace.c) */
   /* sync mode */
   SedpChannel *entry;
   GThread **sync_threads;

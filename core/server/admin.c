@@ -413,7 +413,7 @@ sample_rollbacks (GString *out, const char *f, const char *labels, const Reloade
 static void
 sample_swap (GString *out, const char *f, const char *labels, const Reloader *r)
 {
-  g_string_append_printf (out, "%s{%s} %" G_GINT64_FORMAT "\n", f, labels, r->swap_us_max);
+  g_string_append_printf (out, "%s{%s} %.6f\n", f, labels, (double) r->swap_us_max / 1e6);
 }
 
 static void
@@ -431,8 +431,8 @@ admin_write_metrics (SedpServer *server, GString *out)
           "Reloads of the model by result (rollbacks not included)", sample_reloads);
   family (server, out, "sedp_model_rollbacks_total", "counter",
           "Rollbacks of the model, asked for (admin) or by a probation guard", sample_rollbacks);
-  family (server, out, "sedp_model_swap_us_max", "gauge",
-          "The longest swap of a version into service, microseconds", sample_swap);
+  family (server, out, "sedp_model_swap_seconds_max", "gauge",
+          "The longest swap of a version into service, seconds", sample_swap);
   family (server, out, "sedp_model_load_seconds_last", "gauge",
           "Seconds the last version took to load, before its warm-up", sample_load);
 }

@@ -764,6 +764,9 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
     Served *s = server->served->pdata[i];
     g_autoptr (GString) text = g_string_new (NULL);
     sedp_metrics_write_prometheus (sedp_pipeline_get_metrics (s->current->pipeline), text);
+    g_autoptr (GString) stats = g_string_new (NULL);
+    sedp_pipeline_collect_stats (s->current->pipeline, stats);
+    sedp_metrics_write_stats (stats->str, text); /* the stages' stats callbacks, as families */
     g_autofree char *label = g_strdup_printf ("{pipeline=\"%s\",", s->name);
     g_auto (GStrv) lines = g_strsplit (text->str, "\n", -1);
     GString *family = NULL;
@@ -801,15 +804,6 @@ handle_metrics (SedpServer *server, SoupServerMessage *msg)
     g_string_append_len (out, f->str, (gssize) f->len);
   }
   admin_write_metrics (server, out);
-  for (guint i = 0; i < server->served->len; i++) {
-    Served *s = server->served->pdata[i];
-    g_autoptr (GString) st = g_string_new (NULL);
-    sedp_pipeline_collect_stats (s->current->pipeline, st);
-    g_auto (GStrv) lines = g_strsplit (st->str, "\n", -1);
-    for (char **l = lines; *l; l++)
-      if (**l)
-        g_string_append_printf (out, "# stats: pipeline=%s %s\n", s->name, *l);
-  }
   soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
   gsize len = out->len;
   soup_server_message_set_response (msg, "text/plain; version=0.0.4; charset=utf-8",

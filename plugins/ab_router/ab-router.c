@@ -436,14 +436,14 @@ ab_process (gpointer instance, SedpEvent *const *events, guint n_events, guint w
   return TRUE;
 }
 
-/* The weights in use, in percent, as ab_router_weight_ARM; and the overrides' size. */
+/* The weights in use, in percent, as ab_router_weight{arm="ARM"}; and the overrides' size. */
 static void
 ab_stats (gpointer instance, SedpStats *stats)
 {
   AbRouter *r = instance;
   const AbArms *t = g_atomic_pointer_get (&r->table);
   for (guint i = 0; i < t->n_arms; i++) {
-    g_autofree char *name = g_strconcat ("ab_router_weight_", t->names[i], NULL);
+    g_autofree char *name = g_strdup_printf ("ab_router_weight{arm=\"%s\"}", t->names[i]);
     sedp_stats_add (stats, name, t->weights[i] / 100.0);
   }
   sedp_stats_add (stats, "ab_router_overrides", r->overrides ? ab_overrides_size (r->overrides) : 0);

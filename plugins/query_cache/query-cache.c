@@ -225,9 +225,9 @@ qc_stats (gpointer instance, SedpStats *stats)
   sedp_query_cache_get_stats (q->qc, &st);
   sedp_stats_add (stats, "query_cache_entries", (double) st.entries);
   sedp_stats_add (stats, "query_cache_hit_ratio", st.lookups ? (double) st.hits / (double) st.lookups : 0);
-  sedp_stats_add (stats, "query_cache_expired", (double) st.expired);
-  sedp_stats_add (stats, "query_cache_evictions", (double) st.evictions);
-  sedp_stats_add (stats, "query_cache_invalidated", (double) st.invalidated);
+  sedp_stats_add (stats, "query_cache_expired_total", (double) st.expired);
+  sedp_stats_add (stats, "query_cache_evictions_total", (double) st.evictions);
+  sedp_stats_add (stats, "query_cache_invalidated_total", (double) st.invalidated);
 }
 
 static const SedpOptionSpec qc_options[] = {

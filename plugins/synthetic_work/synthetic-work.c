@@ -125,7 +125,7 @@ synthetic_create (SedpStageContext *ctx, GError **error)
   const char *out = sedp_stage_context_get_string (ctx, "output");
   w->output = out && *out ? g_strdup (out) : NULL;
   w->spun_us = sedp_stage_context_add_counter (ctx, "synthetic_cpu_us_total",
-                                               "CPU work done, in calibrated microseconds");
+                                               "CPU work done, in calibrated seconds");
   return w;
 }
 

@@ -42,7 +42,9 @@ SEDP_API guint64 sedp_histogram_get_count (const SedpHistogram *histogram);
 
 /**
  * sedp_stats_add:
- * @name: a metric name made of [a-z0-9_]
+ * @name: a metric name made of [a-z0-9_], optionally followed by labels in Prometheus' form
+ *   (`ab_router_weight{arm="control"}`, values without spaces); a name ending in `_total` is
+ *   exported as a counter, any other as a gauge (docs/observability.md)
  * @value: its current value
  *
  * Reports one gauge from a `stats` callback.

@@ -461,8 +461,8 @@ test_overrides (void)
   SedpStats *s = sedp_stats_new ("ab", out);
   ab_desc ()->stats (st->instance, s);
   sedp_stats_free (s);
-  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight_control 100\n");
-  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight_treatment 0\n");
+  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight{arm=\"control\"} 100\n");
+  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight{arm=\"treatment\"} 0\n");
   SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_overrides 3\n");
   g_unlink (path);
 }
@@ -706,7 +706,7 @@ test_arms_file_at_create (void)
   SedpStats *s = sedp_stats_new ("ab", out);
   ab_desc ()->stats (st->instance, s);
   sedp_stats_free (s);
-  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight_treatment 100\n");
+  SEDP_ASSERT_CONTAINS (out->str, "ab ab_router_weight{arm=\"treatment\"} 100\n");
   CU_ASSERT_TRUE (g_file_set_contents (path, "treatment:0, control:100", -1, NULL));
   g_autoptr (GError) e1 = create_error (opts);
   ASSERT_CONFIG_ERROR (e1, "arms_file", path, "(treatment, control)", "(control, treatment)");

@@ -205,19 +205,19 @@ test_memory_tier (void)
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->calls), 1);
   CU_ASSERT_EQUAL (f->last_n, 5); /* 1, 2, 3, 5, 16 */
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->duplicates), 0);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits"), 0);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_misses"), 8);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_keys"), 5);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_found"), 3);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits_total"), 0);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_misses_total"), 8);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_keys_total"), 5);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_found_total"), 3);
 
   CU_ASSERT_EQUAL (lookup_checked (s, keys, G_N_ELEMENTS (keys), &bad), 6);
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->calls), 2);
   CU_ASSERT_EQUAL (f->last_n, 2); /* only the missing keys are asked for again */
-  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits"), 6);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits_total"), 6);
   CU_ASSERT_EQUAL (stat_value (s, "cache_memory_entries"), 3);
   CU_ASSERT_EQUAL (stat_value (s, "fake_calls"), 2); /* the remote's own counters follow */
-  CU_ASSERT_EQUAL (stat_value (s, "cache_lookups"), 2);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_keys"), 16);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_lookups_total"), 2);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_keys_total"), 16);
 
   /* found may be NULL; an empty lookup asks nothing. */
   float out[DIM];
@@ -257,11 +257,11 @@ test_disk_tier (void)
   for (guint i = 0; i < 16; i++)
     lookup_checked (s, &keys[i], 1, &bad);
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->calls), 20);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_hits"), 16);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_hits_total"), 16);
   /* All 20 again in one call: from memory and disk, still no remote call. */
   CU_ASSERT_EQUAL (lookup_checked (s, keys, 20, &bad), 20);
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->calls), 20);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_errors"), 0);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_errors_total"), 0);
   CU_ASSERT_EQUAL (bad, 0);
   sedp_cube_source_free (s);
   /* The file holds nothing of use without the index: it goes with the cache. */
@@ -272,7 +272,7 @@ test_disk_tier (void)
   s = cached (fake_new (), 4, 8, "tier.cache", "lfu", 0);
   CU_ASSERT_EQUAL (lookup_checked (s, keys, 10, &bad), 10);
   CU_ASSERT_EQUAL (lookup_checked (s, keys, 10, &bad), 10);
-  CU_ASSERT (stat_value (s, "cache_disk_hits") > 0);
+  CU_ASSERT (stat_value (s, "cache_disk_hits_total") > 0);
   CU_ASSERT_EQUAL (bad, 0);
   /* Two caches never share a file. */
   g_autoptr (GError) error = NULL;
@@ -292,7 +292,7 @@ test_disk_only (void)
   guint bad = 0;
   CU_ASSERT_EQUAL (lookup_checked (s, keys, 5, &bad), 4);
   CU_ASSERT_EQUAL (lookup_checked (s, keys, 5, &bad), 4);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_hits"), 4);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_disk_hits_total"), 4);
   CU_ASSERT_EQUAL (stat_value (s, "cache_memory_entries"), 0);
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->calls), 2); /* the second only for the missing key */
   CU_ASSERT_EQUAL (f->last_n, 1);
@@ -325,8 +325,8 @@ test_remote_failure (void)
   CU_ASSERT_EQUAL (out[2 * DIM + 5], value_of (2, 5));
   CU_ASSERT_EQUAL (out[1 * DIM], -7.0f); /* the caller's default stays */
   CU_ASSERT_EQUAL (out[4 * DIM + DIM - 1], -7.0f);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_failures"), 1);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_degraded_keys"), 2);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_failures_total"), 1);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_degraded_keys_total"), 2);
 
   CU_ASSERT_EQUAL (sedp_cube_source_lookup (s, (const guint64[]){300, 301}, 2, out, found, &error), -1);
   SEDP_ASSERT_ERROR (error, SEDP_CUBE_ERROR, "fake remote is down");
@@ -391,12 +391,12 @@ check_concurrent (SedpCachePolicyKind kind, guint shards)
     CU_ASSERT_EQUAL (w[i].bad, 0);
     keys += w[i].keys;
   }
-  CU_ASSERT_EQUAL (stat_value (s, "cache_keys"), keys);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits") + stat_value (s, "cache_memory_misses"), keys);
-  guint64 disk = stat_value (s, "cache_disk_hits") + stat_value (s, "cache_disk_misses");
-  CU_ASSERT (disk <= stat_value (s, "cache_memory_misses"));
-  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_keys"), stat_value (s, "cache_disk_misses"));
-  CU_ASSERT (stat_value (s, "cache_memory_hits") > keys / 5);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_keys_total"), keys);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits_total") + stat_value (s, "cache_memory_misses_total"), keys);
+  guint64 disk = stat_value (s, "cache_disk_hits_total") + stat_value (s, "cache_disk_misses_total");
+  CU_ASSERT (disk <= stat_value (s, "cache_memory_misses_total"));
+  CU_ASSERT_EQUAL (stat_value (s, "cache_remote_keys_total"), stat_value (s, "cache_disk_misses_total"));
+  CU_ASSERT (stat_value (s, "cache_memory_hits_total") > keys / 5);
   CU_ASSERT (stat_value (s, "cache_memory_entries") <= 200);
   CU_ASSERT (stat_value (s, "cache_disk_entries") <= 800);
   CU_ASSERT_EQUAL (g_atomic_int_get (&f->duplicates), 0);
@@ -444,7 +444,7 @@ test_automatic_shards (void)
   const guint64 keys[] = {7, 8, 9, 10};
   lookup_checked (s, keys, 4, &bad);
   lookup_checked (s, keys, 4, &bad);
-  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits"), 4);
+  CU_ASSERT_EQUAL (stat_value (s, "cache_memory_hits_total"), 4);
   CU_ASSERT_EQUAL (bad, 0);
   sedp_cube_source_free (s);
 }

@@ -105,7 +105,7 @@ test_predict_and_endpoints (void)
   CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "sedp_items_in_flight{pipeline=\"other\",stage=\"pipeline\"} 0\n"));
   /* The recent past (2 s): the requests above arrived and completed within it. */
   CU_ASSERT (metric_value (r.body, "sedp_recent_arrival_rate{pipeline=\"serve\",stage=\"pipeline\"}") >= 0.5);
-  CU_ASSERT (metric_value (r.body, "sedp_recent_latency_p99_us{pipeline=\"serve\",stage=\"pipeline\"}") > 0);
+  CU_ASSERT (metric_value (r.body, "sedp_recent_latency_p99_seconds{pipeline=\"serve\",stage=\"pipeline\"}") > 0);
   CU_ASSERT_DOUBLE_EQUAL (metric_value (r.body, "sedp_recent_arrival_rate{pipeline=\"never\",stage=\"pipeline\"}"), -1, 1e-9);
   resp_clear (&r);
 

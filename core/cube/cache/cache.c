@@ -472,7 +472,7 @@ cached_stats (SedpCubeSource *source, GString *out)
     }
   }
 #define LINE(name, field)                                                                      \
-  g_string_append_printf (out, "cache_" name " %" G_GUINT64_FORMAT "\n",                        \
+  g_string_append_printf (out, "cache_" name "_total %" G_GUINT64_FORMAT "\n",                 \
                           __atomic_load_n (&s->c.field, __ATOMIC_RELAXED))
   LINE ("lookups", lookups);
   LINE ("keys", keys);
