@@ -31,7 +31,7 @@ extern "C" {
  * initialize:
  * @model_entry: what to serve: a file whose name ends in `.onnx` is a bare ONNX model, served by
  *   the implicit pipeline of docs/compat.md ("A bare model": data_reader, then model_inference);
- *   any other path is a pipeline file (docs/dsl.md) declaring its signature in a
+ *   any other path is a pipeline file (docs/pipeline-dsl.md) declaring its signature in a
  *   `[signature NAME]` group or answering its float32 `outputs` columns
  * @model_config: (nullable): DeepRec's ModelConfig JSON object; %NULL or "" is the empty
  *   object. Honoured keys: `session_num` (model_inference `instances`),
