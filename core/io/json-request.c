@@ -11,7 +11,7 @@
  * The typing of columns over rows is the RowBuilder's, shared with the protobuf decoder. */
 #include "json-request.h"
 
-#include "../runtime/frame-private.h"
+#include "../runtime/frame-ops.h"
 
 #include <math.h>
 #include <stdlib.h>

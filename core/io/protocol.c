@@ -6,7 +6,7 @@
 #include "json-request.h"
 #include "wire.h"
 #include "row-builder.h"
-#include "../runtime/frame-private.h"
+#include "../runtime/frame-ops.h"
 #include "sedp.pb-c.h"
 
 #include <math.h>
@@ -526,7 +526,7 @@ sedp_protocol_request_clear (SedpProtocolRequest *req)
 /* ---- responses ---- */
 
 static Sedp__Serving__PredictResponse__Status
-response_status (SedpStatus s, const char *message)
+response_status (SedpStatus s, const GError *error)
 {
   switch (s) {
   case SEDP_STATUS_OK:
@@ -539,7 +539,7 @@ response_status (SedpStatus s, const char *message)
   case SEDP_STATUS_CANCELLED:
     return SEDP__SERVING__PREDICT_RESPONSE__STATUS__OVERLOADED;
   default:
-    return message && strstr (message, "invalid request: ")
+    return error && error->domain == SEDP_PROTOCOL_ERROR
                ? SEDP__SERVING__PREDICT_RESPONSE__STATUS__INVALID
                : SEDP__SERVING__PREDICT_RESPONSE__STATUS__FAILED;
   }
@@ -683,7 +683,7 @@ sedp_protocol_encode_response (SedpRequest *request, const char *const *outputs,
   Sedp__Serving__PredictResponse resp = SEDP__SERVING__PREDICT_RESPONSE__INIT;
   resp.request_id = (char *) sedp_request_get_id (request);
   resp.message = (char *) (sedp_result_get_message (res) ? sedp_result_get_message (res) : "");
-  resp.status = response_status (sedp_result_get_status (res), sedp_result_get_message (res));
+  resp.status = response_status (sedp_result_get_status (res), sedp_result_get_error (res));
   resp.model_version = (char *) (model_version ? model_version : "");
   const char *const *routes = sedp_result_get_routes (res);
   resp.n_routes = g_strv_length ((char **) routes);

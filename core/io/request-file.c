@@ -6,7 +6,7 @@
 #include "peek.h"
 #include "request-log.h"
 
-#include "../runtime/frame-private.h"
+#include "../runtime/frame-ops.h"
 
 #include <gio/gio.h>
 #include <gio/gunixinputstream.h>

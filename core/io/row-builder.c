@@ -1,7 +1,7 @@
 /* sedp — a request's rows, as its decoders read them, into one typed frame (row-builder.h). */
 #include "row-builder.h"
 
-#include "../runtime/frame-private.h"
+#include "../runtime/frame-ops.h"
 
 #include <string.h>
 

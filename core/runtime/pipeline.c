@@ -152,12 +152,12 @@ post_process (SedpPipeline *p, Stage *s, SedpEvent *ev, SyncExec *x)
 
   if (ev->error) {
     sedp_counter_add (s->m_failed, 1);
-    g_autofree char *msg = g_strdup_printf ("stage '%s': %s", name, ev->error->message);
     if (ev->frame_index == SEDP_FRAME_INDEX_REQUEST) {
-      sedp_request_complete (r, SEDP_STATUS_FAILED, msg);
+      sedp_request_fail (r, name, ev->error);
       sedp_event_free (ev);
       return;
     }
+    g_autofree char *msg = g_strdup_printf ("stage '%s': %s", name, ev->error->message);
     sedp_request_record_frame (r, ev->frame, SEDP_ITEM_FAILED, msg);
     g_clear_pointer (&ev->frame, sedp_frame_unref);
     forward (p, s, ev, x);

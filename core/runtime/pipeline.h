@@ -105,6 +105,11 @@ SEDP_API const SedpResult *sedp_request_get_result (SedpRequest *request);
 SEDP_API SedpStatus sedp_result_get_status (const SedpResult *result);
 /* (nullable) A message naming the stage, for statuses other than OK. */
 SEDP_API const char *sedp_result_get_message (const SedpResult *result);
+/* (nullable) Why a FAILED request failed, when a stage failed its request-scope event with a
+ * GError (sedp_event_fail()): a copy of that error, its domain and code kept and its message
+ * "stage 'NAME': …" (= the result's message). A server maps it to a status by domain and code
+ * (SEDP_PROTOCOL_ERROR: the client's fault, 4xx), never by its text. NULL for other outcomes. */
+SEDP_API const GError *sedp_result_get_error (const SedpResult *result);
 SEDP_API guint sedp_result_get_n_items (const SedpResult *result);
 SEDP_API SedpItemStatus sedp_result_get_item_status (const SedpResult *result, guint item);
 SEDP_API const char *sedp_result_get_item_message (const SedpResult *result, guint item);

@@ -98,6 +98,7 @@ sedp_request_unref (SedpRequest *r)
   release_runtime_state (r);
   SedpResult *res = &r->result;
   g_free (res->message);
+  g_clear_error (&res->error);
   g_free (res->item_status);
   if (res->item_message) {
     for (guint i = 0; i < res->n_items; i++)
@@ -225,6 +226,27 @@ SedpStatus
 sedp_result_get_status (const SedpResult *res)
 {
   return res->status;
+}
+
+guint
+sedp_request_get_top_k (const SedpRequest *r)
+{
+  g_return_val_if_fail (r != NULL, 0);
+  return (guint) g_atomic_int_get ((const gint *) &r->top_k);
+}
+
+void
+sedp_request_set_top_k (SedpRequest *r, guint top_k)
+{
+  g_return_if_fail (r != NULL);
+  g_atomic_int_set ((gint *) &r->top_k, (gint) top_k);
+}
+
+const GError *
+sedp_result_get_error (const SedpResult *res)
+{
+  g_return_val_if_fail (res != NULL, NULL);
+  return res->error;
 }
 
 const char *
@@ -529,6 +551,20 @@ sedp_request_complete (SedpRequest *r, SedpStatus status, const char *message)
                            (r->deadline - r->started_at) / 1000, finished, r->result.n_items);
   }
   finish (r, status, msg);
+}
+
+void
+sedp_request_fail (SedpRequest *r, const char *stage, const GError *error)
+{
+  g_mutex_lock (&r->lock);
+  if (r->done) {
+    g_mutex_unlock (&r->lock);
+    return;
+  }
+  g_atomic_int_set (&r->done, 1);
+  r->result.error = g_error_new (error->domain, error->code, "stage '%s': %s", stage,
+                                 error->message);
+  finish (r, SEDP_STATUS_FAILED, g_strdup (r->result.error->message));
 }
 
 void

@@ -20,6 +20,7 @@ enum { FRAME_KIND_REQUEST = 0, FRAME_KIND_ITEMS = 1 };
 struct _SedpResult {
   SedpStatus status;
   char *message;
+  GError *error;           /* (nullable) a FAILED request's cause: the failing stage's error */
   guint n_items;
   guint8 *item_status;     /* SedpItemStatus per item */
   char **item_message;     /* (nullable) per item */
@@ -42,6 +43,7 @@ struct _SedpRequest {
   char *content_type;
   SedpFrame *request_frame;    /* as submitted */
   SedpFrame *items;            /* as submitted, or set by the source */
+  guint top_k;                 /* atomic: the client's top_k (0: none) */
 
   GMutex lock;                 /* guards everything below and the join slots */
   GHashTable *data;            /* request-scope plugin data */
@@ -194,6 +196,10 @@ void sedp_event_free (SedpEvent *event);
 /* Completion (request.c). */
 void sedp_request_begin (SedpRequest *r, SedpPipeline *p, SedpRequestDone done, gpointer data);
 void sedp_request_complete (SedpRequest *r, SedpStatus status, const char *message);
+/* Completes @r FAILED because stage @stage failed its request-scope event with @error: the
+ * result's message is "stage 'STAGE': MESSAGE" and its error a copy of @error (domain and code
+ * kept, the message prefixed alike). */
+void sedp_request_fail (SedpRequest *r, const char *stage, const GError *error);
 /* Records a sink arrival (frame NULL for a tombstone); completes the request on the last. */
 void sedp_request_collect (SedpRequest *r, SedpFrame *frame);
 /* Marks items of @frame (rows that are not live) with their state and message. */

@@ -127,6 +127,9 @@ struct _SedpServer {
 
 /* ---- server.c ---- */
 void server_respond_error (SoupServerMessage *msg, guint status, const char *message);
+/* The HTTP status of a FAILED request's error (sedp_result_get_error()): 400 for the protocol's
+ * errors (SEDP_PROTOCOL_ERROR, the client's fault), 500 for any other or none. */
+guint server_status_of_error (const GError *error);
 void server_respond_json (SoupServerMessage *msg, guint status, JsonBuilder *b);
 void server_method_not_allowed (SoupServerMessage *msg, const char *allow);
 /* A warm-up request from record @r, the @n-th sent (its id when the record has none). */

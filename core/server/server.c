@@ -119,6 +119,16 @@ unavailable (SoupServerMessage *msg, const char *why)
 
 /* ---- predict ---- */
 
+/* The HTTP status of a FAILED request, by its error's domain: the protocol's errors (a malformed
+ * request, one past a limit of docs/limits.md) are the client's, 400; every other error is the
+ * server's, 500. */
+guint
+server_status_of_error (const GError *error)
+{
+  return error && error->domain == SEDP_PROTOCOL_ERROR ? SOUP_STATUS_BAD_REQUEST
+                                                       : SOUP_STATUS_INTERNAL_SERVER_ERROR;
+}
+
 static void
 on_message_finished (SoupServerMessage *msg, gpointer user_data)
 {
@@ -137,11 +147,11 @@ deliver (gpointer data)
   const char *message = sedp_result_get_message (res);
   gboolean failed = FALSE;
   if (status == SEDP_STATUS_FAILED) {
-    failed = !(message && strstr (message, "invalid request: "));
-    server_respond_error (p->msg, failed ? SOUP_STATUS_INTERNAL_SERVER_ERROR : SOUP_STATUS_BAD_REQUEST,
-                          message ? message : "request failed");
+    guint code = server_status_of_error (sedp_result_get_error (res));
+    failed = code >= 500;
+    server_respond_error (p->msg, code, message ? message : "request failed");
   } else {
-    guint top_k = GPOINTER_TO_UINT (sedp_request_get_data (p->request, "data_reader.top_k"));
+    guint top_k = sedp_request_get_top_k (p->request);
     g_autoptr (GBytes) body = sedp_protocol_encode_response (
         p->request, (const char *const *) p->served->outputs, p->instance->model_version, top_k,
         p->format);

@@ -1,9 +1,9 @@
 /* data_reader — the request-scope source stage of a serving pipeline: decodes the request's
  * payload (sedp.serving.PredictRequest, protobuf or JSON; see docs/protocol.md) into the
  * request frame (user_id, user features) and the items (item_id, escore, item features).
- * The client's top_k and deadline_ms are attached as request data ("data_reader.top_k",
- * "data_reader.deadline_ms", GUINT_TO_POINTER; 0 when not asked). Requests submitted already
- * decoded (no payload, as `sedp run` does) pass through. */
+ * The client's top_k becomes the request's (sedp_request_set_top_k()); its deadline_ms was read by
+ * whoever submitted the request (the server's peek), which set the request's deadline. Requests
+ * submitted already decoded (no payload, as `sedp run` does) pass through. */
 #include <sedp/sedp.h>
 
 #include <string.h>
@@ -83,10 +83,7 @@ data_reader_process (gpointer instance, SedpEvent *const *events, guint n_events
       continue;
     }
     sedp_counter_add (d->decoded, 1);
-    /* For later stages (the responder): what the client asked for. */
-    sedp_request_set_data (request, "data_reader.top_k", GUINT_TO_POINTER (decoded.top_k), NULL);
-    sedp_request_set_data (request, "data_reader.deadline_ms", GUINT_TO_POINTER (decoded.deadline_ms),
-                           NULL);
+    sedp_request_set_top_k (request, decoded.top_k); /* for the responder and the server */
     sedp_event_set_items (events[e], g_steal_pointer (&decoded.items));
     sedp_protocol_request_clear (&decoded);
   }

@@ -3,8 +3,8 @@
  * the best K: it writes an int64 `rank` column (0 = best) and an int64 `top_k` column (1 for the
  * best K items, 0 otherwise), both under the `output` prefix. The serving layer fills
  * PredictResponse.top_k from these columns. NaN scores rank last whatever the order; ties keep
- * the item order. The client's top_k (request data "data_reader.top_k", set by data_reader)
- * overrides the `top_k` option when it is not 0.
+ * the item order. The client's top_k (sedp_request_get_top_k(), set by data_reader) overrides
+ * the `top_k` option when it is not 0.
  *
  * Several models (docs/routing.md, "Multi-model pipelines"): `combine = OUT = EXPR` first writes
  * the float32 column OUT from the heads the formula reads (formula.h), which `score_columns` can
@@ -209,8 +209,7 @@ static guint
 top_k_of (const Responder *r, SedpEvent *event, guint n)
 {
   guint k = r->top_k;
-  guint client = GPOINTER_TO_UINT (sedp_request_get_data (sedp_event_get_request (event),
-                                                          "data_reader.top_k"));
+  guint client = sedp_request_get_top_k (sedp_event_get_request (event));
   if (client > 0)
     k = client;
   return k == 0 || k > n ? n : k;

@@ -57,6 +57,26 @@ SEDP_API const guint8 *sedp_request_get_payload (const SedpRequest *request, gsi
                                                  const char **content_type);
 
 /**
+ * sedp_request_get_top_k:
+ *
+ * How many best items the client asked for (PredictRequest.top_k), a field of the request: the
+ * source stage that decodes it sets it (data_reader), a stage that ranks items reads it (the
+ * responder), and the server's encoder lists that many best items. Thread-safe.
+ *
+ * Returns: the count, 0 when the client asked for none.
+ */
+SEDP_API guint sedp_request_get_top_k (const SedpRequest *request);
+
+/**
+ * sedp_request_set_top_k:
+ * @top_k: the client's count (0: none)
+ *
+ * Sets the request's top_k; a source stage calls it before its `process` returns. Thread-safe
+ * (an atomic store); since ABI 1.3.
+ */
+SEDP_API void sedp_request_set_top_k (SedpRequest *request, guint top_k);
+
+/**
  * sedp_request_set_data:
  * @key: the name (copied); a stage should prefix it with its plugin name
  * @data: (transfer full) (nullable): the value; %NULL removes the key

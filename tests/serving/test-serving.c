@@ -205,8 +205,7 @@ test_pipeline_payloads (void)
   g_autoptr (GBytes) pb = make_protobuf ("p1", 5, 100);
   SedpRequest *r1 = serve (p, "p1", pb, SEDP_PROTOCOL_CONTENT_TYPE_PROTOBUF);
   check_served (r1, 5, 100);
-  CU_ASSERT_EQUAL (GPOINTER_TO_UINT (sedp_request_get_data (r1, "data_reader.top_k")), 2);
-  CU_ASSERT_EQUAL (GPOINTER_TO_UINT (sedp_request_get_data (r1, "data_reader.deadline_ms")), 500);
+  CU_ASSERT_EQUAL (sedp_request_get_top_k (r1), 2);
   g_autoptr (GBytes) js = g_bytes_new_static (json_request, strlen (json_request));
   SedpRequest *r2 = serve (p, "j1", js, NULL); /* sniffed */
   check_served (r2, 3, 100);
