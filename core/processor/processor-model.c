@@ -5,6 +5,10 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 
+/* The bare model's deadline: DeepRec's Processor has none, so a request is given far more than
+ * a model run takes (a pipeline file's own deadline_ms applies to it). */
+#define BARE_DEADLINE_MS 10000
+
 static gboolean
 is_bare_model (const char *entry)
 {
@@ -18,7 +22,7 @@ entry_text (const char *entry, GError **error)
   if (is_bare_model (entry)) {
     g_autofree char *base = g_path_get_basename (entry);
     base[strlen (base) - strlen (".onnx")] = '\0';
-    return sedp_pipeline_text_for_model (*base ? base : "model", entry, 0);
+    return sedp_pipeline_text_for_model (*base ? base : "model", entry, BARE_DEADLINE_MS);
   }
   char *text = NULL;
   g_autoptr (GError) io = NULL;
@@ -143,10 +147,8 @@ processor_model_free (Processor *p)
 {
   if (p == NULL)
     return;
-  if (p->pipeline) {
-    sedp_pipeline_stop (p->pipeline);
+  if (p->pipeline)
     sedp_pipeline_free (p->pipeline);
-  }
   g_clear_pointer (&p->signature, sedp_model_api_signature_free);
   g_clear_pointer (&p->registry, sedp_registry_free);
   g_free (p->debug);

@@ -522,6 +522,59 @@ test_warmup (void)
   g_unlink (bad_path);
 }
 
+/* A pipeline file as model_entry: its stages, with model_config applied to its model stage; an
+ * open signature (no [signature NAME]) takes signature_name's name. */
+static void
+test_pipeline_entry (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("sedp-processor-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "served.pipeline", NULL);
+  g_autofree char *text = g_strdup_printf ("[pipeline]\n"
+                                           "name = served\n"
+                                           "deadline_ms = 10000\n"
+                                           "outputs = logits, prob\n"
+                                           "\n"
+                                           "[stage reader]\n"
+                                           "plugin = data_reader\n"
+                                           "\n"
+                                           "[stage dnn]\n"
+                                           "plugin = model_inference\n"
+                                           "after = reader\n"
+                                           "scope = item\n"
+                                           "model = %s\n",
+                                           SEDP_TEST_PROCESSOR_MODEL);
+  CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, text, -1, NULL));
+  int state = 1;
+  void *model = initialize_fn (path, "{\"session_num\": 3, \"select_session_policy\": \"MOD\","
+                               " \"inter_op_parallelism_threads\": 3, \"signature_name\": \"predict\"}",
+                               &state);
+  CU_ASSERT_EQUAL (state, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (model);
+  CU_ASSERT_TRUE (process_ok (model, 11, 4, NULL));
+  CU_ASSERT_TRUE (process_ok (model, 12, 1, "prob"));
+  void *out = NULL;
+  int size = 0;
+  CU_ASSERT_EQUAL (process_fn (model, NULL, 0, &out, &size), 200);
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"signature_name\":\"predict\""));
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"pipeline\":\"served\""));
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "{\"name\":\"dnn\",\"plugin\":\"model_inference\"}"));
+  free (out);
+  CU_ASSERT_EQUAL (model_info_fn (model, &out, &size), 200);
+  Tensorflow__Eas__ServingModelInfo *info =
+    tensorflow__eas__serving_model_info__unpack (NULL, (size_t) size, out);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (info);
+  CU_ASSERT_STRING_EQUAL (info->model_path, path);
+  tensorflow__eas__serving_model_info__free_unpacked (info, NULL);
+  free (out);
+  release_fn (model);
+  /* a pipeline that does not compile: its error, naming the file */
+  CU_ASSERT_TRUE (g_file_set_contents (path, "[pipeline]\nname = broken\n\n[stage a]\n"
+                                       "plugin = no_such_plugin\n", -1, NULL));
+  assert_init_fails (path, NULL, "no_such_plugin");
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (void)
 {
@@ -551,5 +604,6 @@ main (void)
   CU_add_test (s, "bad_requests", test_bad_requests);
   CU_add_test (s, "bad_initialize", test_bad_initialize);
   CU_add_test (s, "warmup", test_warmup);
+  CU_add_test (s, "pipeline_entry", test_pipeline_entry);
   return sedp_test_run ();
 }
