@@ -92,6 +92,17 @@ wire_fixed32 (Wire *w, guint32 *out)
   return TRUE;
 }
 
+/* Eight little-endian bytes (fixed64, double). */
+static inline gboolean
+wire_fixed64 (Wire *w, guint64 *out)
+{
+  guint32 lo, hi;
+  if (w->end - w->p < 8 || !wire_fixed32 (w, &lo) || !wire_fixed32 (w, &hi))
+    return FALSE;
+  *out = (guint64) hi << 32 | lo;
+  return TRUE;
+}
+
 /* Skips a field of wire type @type (groups are refused: proto3 has none). */
 static inline gboolean
 wire_skip (Wire *w, guint type)
