@@ -10,9 +10,8 @@ bundle_fail (GError **error, SedpBundleError code, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  g_autofree char *message = g_strdup_vprintf (fmt, ap);
+  g_propagate_error (error, g_error_new_valist (SEDP_BUNDLE_ERROR, (int) code, fmt, ap));
   va_end (ap);
-  g_set_error_literal (error, SEDP_BUNDLE_ERROR, (int) code, message);
   return FALSE;
 }
 

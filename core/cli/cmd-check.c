@@ -1,5 +1,6 @@
 /* sedp check — validate a pipeline file and print the compiled graph. */
 #include "cli.h"
+#include "../io/warmup.h"
 
 #include <stdio.h>
 
@@ -29,7 +30,7 @@ sedp_cmd_check (int argc, char **argv)
   g_autoptr (SedpGraph) graph = sedp_graph_load (argv[1], registry, &error);
   g_autoptr (GPtrArray) warmup = NULL;
   if (graph && graph->spec->warmup)
-    warmup = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+    warmup = sedp_warmup_load (graph->spec, &error);
   if (graph == NULL || error) {
     sedp_cli_error ("check", error->message);
     return 1;

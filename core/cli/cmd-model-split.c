@@ -86,10 +86,9 @@ split_fail (GError **error, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
+  g_propagate_error (error,
+                     g_error_new_valist (SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED, fmt, ap));
   va_end (ap);
-  g_set_error_literal (error, SEDP_NN_ERROR, SEDP_NN_ERROR_UNSUPPORTED, msg);
-  g_free (msg);
   return FALSE;
 }
 

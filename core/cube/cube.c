@@ -98,10 +98,8 @@ sedp_cube_fail (GError **error, int code, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
+  g_propagate_error (error, g_error_new_valist (SEDP_CUBE_ERROR, code, fmt, ap));
   va_end (ap);
-  g_set_error_literal (error, SEDP_CUBE_ERROR, code, msg);
-  g_free (msg);
   return FALSE;
 }
 

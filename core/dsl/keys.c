@@ -6,6 +6,7 @@
 #define P(field) G_STRUCT_OFFSET (SedpPipelineSpec, field)
 #define S(field) G_STRUCT_OFFSET (SedpStageSpec, field)
 #define M(field) G_STRUCT_OFFSET (SedpModelSpec, field)
+#define G(field) G_STRUCT_OFFSET (SedpSignatureSpec, field)
 
 /* In the order of docs/pipeline-dsl.md's tables and of the parser's "known keys". */
 static const SedpDslKey pipeline_keys[] = {
@@ -63,9 +64,19 @@ static const SedpDslKey model_keys[] = {
    .dmin = 0.0, .dmax = 100.0, .ddefault = 1.0},
 };
 
+/* [signature NAME]: the model API's arrays (docs/compat.md); entries checked by core/io. */
+static const SedpDslKey signature_keys[] = {
+  {SEDP_DSL_GROUP_SIGNATURE, "inputs", SEDP_DSL_KEY_LIST, .offset = G (inputs)},
+  {SEDP_DSL_GROUP_SIGNATURE, "outputs", SEDP_DSL_KEY_LIST, .offset = G (outputs)},
+};
+
 const SedpDslKey *
 sedp_dsl_keys (SedpDslGroup group, guint *n)
 {
+  if (group == SEDP_DSL_GROUP_SIGNATURE) {
+    *n = G_N_ELEMENTS (signature_keys);
+    return signature_keys;
+  }
   if (group == SEDP_DSL_GROUP_PIPELINE) {
     *n = G_N_ELEMENTS (pipeline_keys);
     return pipeline_keys;

@@ -1,5 +1,5 @@
-/* sedp — the runtime's own keys of pipeline files ([pipeline], [stage NAME] and [model NAME]):
- * one table of
+/* sedp — the runtime's own keys of pipeline files ([pipeline], [stage NAME], [model NAME] and
+ * [signature NAME]): one table of
  * names, types, ranges, defaults and where each value lives in the parsed spec, read by the
  * parser (spec.c), the writer (spec-write.c), the comparison (spec-equal.c), the option checks
  * (options.c) and the search space of `sedp tune` (core/tune/space.c). The table is static and
@@ -15,6 +15,7 @@ typedef enum {
   SEDP_DSL_GROUP_PIPELINE,
   SEDP_DSL_GROUP_STAGE,
   SEDP_DSL_GROUP_MODEL,
+  SEDP_DSL_GROUP_SIGNATURE,
 } SedpDslGroup;
 
 /**

@@ -74,6 +74,14 @@ models_equal (const GPtrArray *a, const GPtrArray *b)
   return TRUE;
 }
 
+static gboolean
+signatures_equal (const SedpSignatureSpec *a, const SedpSignatureSpec *b)
+{
+  if (a == NULL || b == NULL)
+    return a == b;
+  return strcmp (a->name, b->name) == 0 && keys_equal (SEDP_DSL_GROUP_SIGNATURE, a, b);
+}
+
 gboolean
 sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b)
 {
@@ -81,7 +89,8 @@ sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b)
   if (g_strcmp0 (a->path, b->path) != 0 || g_strcmp0 (a->dir, b->dir) != 0 ||
       !keys_equal (SEDP_DSL_GROUP_PIPELINE, a, b) || a->stages->len != b->stages->len ||
       !strv_equal (a->tune_keys, b->tune_keys) || !strv_equal (a->tune_values, b->tune_values) ||
-      (a->tune_line != 0) != (b->tune_line != 0) || !models_equal (a->models, b->models))
+      (a->tune_line != 0) != (b->tune_line != 0) || !models_equal (a->models, b->models) ||
+      !signatures_equal (a->signature, b->signature))
     return FALSE;
   for (guint i = 0; i < a->stages->len; i++)
     if (!stage_equal (a->stages->pdata[i], b->stages->pdata[i]))

@@ -38,3 +38,12 @@ SedpModelSpec *dsl_parse_model_group (Ctx *c, const char *name, const char *dir,
 void dsl_model_spec_free (SedpModelSpec *m);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpModelSpec, dsl_model_spec_free)
+
+/* [signature NAME] (spec-signature.c): the group parsed into a new #SedpSignatureSpec, or NULL
+ * with @error naming the file, the line, the group and the key. */
+SedpSignatureSpec *dsl_parse_signature_group (Ctx *c, const char *name, GError **error);
+
+/* Frees a #SedpSignatureSpec (NULL is fine). */
+void dsl_signature_spec_free (SedpSignatureSpec *g);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpSignatureSpec, dsl_signature_spec_free)

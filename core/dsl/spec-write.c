@@ -148,6 +148,15 @@ write_model (Writer *w, const SedpModelSpec *m, GError **error)
   return write_runtime_keys (w, SEDP_DSL_GROUP_MODEL, m, m->key_lines, error);
 }
 
+static gboolean
+write_signature (Writer *w, const SedpSignatureSpec *g, GError **error)
+{
+  g_autofree char *group = g_strconcat ("signature ", g->name, NULL);
+  w->group = group;
+  g_string_append_printf (w->out, "\n[%s]\n", group);
+  return write_runtime_keys (w, SEDP_DSL_GROUP_SIGNATURE, g, g->key_lines, error);
+}
+
 /* [tune], raw: its values were never unescaped nor substituted. */
 static void
 write_tune (Writer *w)
@@ -170,6 +179,8 @@ sedp_pipeline_spec_to_keyfile (const SedpPipelineSpec *spec, GError **error)
     ok = write_model (&w, spec->models->pdata[i], error);
   for (guint i = 0; ok && i < spec->stages->len; i++)
     ok = write_stage (&w, spec->stages->pdata[i], error);
+  if (ok && spec->signature)
+    ok = write_signature (&w, spec->signature, error);
   if (ok)
     write_tune (&w);
   return g_string_free (w.out, !ok);

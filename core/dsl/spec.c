@@ -5,7 +5,6 @@
 #include "spec-private.h"
 #include "../util/cpus.h"
 
-#include <sedp/protocol.h>
 #include <string.h>
 
 G_DEFINE_QUARK (sedp-dsl-error-quark, sedp_dsl_error)
@@ -242,72 +241,6 @@ parse_warmup (Ctx *c, SedpPipelineSpec *spec, GError **error)
   /* The file itself is read by those who send it (sedp check, sedp serve), once: a reload
    * parses the pipeline again and must not hold a second copy of it for a moment. */
   return TRUE;
-}
-
-static void
-warmup_record_free (gpointer p)
-{
-  SedpWarmupRecord *r = p;
-  g_bytes_unref (r->payload);
-  g_free (r);
-}
-
-GPtrArray *
-sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error)
-{
-  g_return_val_if_fail (spec->warmup != NULL, NULL);
-  g_autofree char *text = NULL;
-  gsize length = 0;
-  g_autoptr (GError) local = NULL;
-  if (!g_file_get_contents (spec->warmup, &text, &length, &local)) {
-    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_IO,
-                 "%s:%u: [pipeline] warmup: cannot read the warm-up requests: %s", spec->path,
-                 spec->warmup_line, local->message);
-    return NULL;
-  }
-  g_autoptr (GPtrArray) records = g_ptr_array_new_with_free_func (warmup_record_free);
-  const char *p = text, *end = text + length;
-  for (guint no = 1; p < end; no++) {
-    /* One line: ends at \n, \r\n or \r. */
-    const char *eol = p;
-    while (eol < end && *eol != '\n' && *eol != '\r')
-      eol++;
-    const char *next = eol < end && *eol == '\r' && eol + 1 < end && eol[1] == '\n' ? eol + 2
-                       : eol < end                                                ? eol + 1
-                                                                                  : eol;
-    const char *b = p, *e = eol;
-    p = next;
-    while (b < e && g_ascii_isspace (*b))
-      b++;
-    while (e > b && g_ascii_isspace (e[-1]))
-      e--;
-    if (b == e || *b == '#')
-      continue;
-    /* Checked here with the decoder that data_reader runs on it (without the stage's item
-     * limit, which applies when the request is sent). */
-    g_autoptr (SedpFrame) user = sedp_frame_new (1);
-    SedpProtocolRequest decoded;
-    if (!sedp_protocol_decode_request ((const guint8 *) b, (gsize) (e - b),
-                                       SEDP_PROTOCOL_CONTENT_TYPE_JSON, SEDP_PROTOCOL_JSON,
-                                       G_MAXUINT, user, &decoded, &local)) {
-      g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
-                   "%s:%u: [pipeline] warmup: %s:%u: %s", spec->path, spec->warmup_line,
-                   spec->warmup, no, local->message);
-      return NULL;
-    }
-    sedp_protocol_request_clear (&decoded);
-    SedpWarmupRecord *r = g_new0 (SedpWarmupRecord, 1);
-    r->payload = g_bytes_new (b, (gsize) (e - b));
-    r->line = no;
-    g_ptr_array_add (records, r);
-  }
-  if (records->len == 0) {
-    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_INVALID_VALUE,
-                 "%s:%u: [pipeline] warmup: %s holds no request (one PredictRequest in JSON per "
-                 "line)", spec->path, spec->warmup_line, spec->warmup);
-    return NULL;
-  }
-  return g_steal_pointer (&records);
 }
 
 /* Every key of [pipeline] is a runtime key (keys.c); records where each one is. */
@@ -572,6 +505,24 @@ add_model_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
   return TRUE;
 }
 
+/* [signature NAME]: parsed (spec-signature.c); a pipeline has at most one. */
+static gboolean
+add_signature_group (Ctx *c, SedpPipelineSpec *spec, GError **error)
+{
+  const char *name = c->group + strlen ("signature");
+  while (*name == ' ')
+    name++;
+  if (spec->signature) {
+    g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_DUPLICATE,
+                 "%s:%u: [%s]: a second signature (the first, [signature %s], is on line %u); a "
+                 "pipeline has one", c->path, dsl_line_of (c->map, c->group, NULL), c->group,
+                 spec->signature->name, spec->signature->line);
+    return FALSE;
+  }
+  spec->signature = dsl_parse_signature_group (c, name, error);
+  return spec->signature != NULL;
+}
+
 SedpPipelineSpec *
 sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GError **error)
 {
@@ -637,12 +588,16 @@ sedp_pipeline_spec_parse (const char *text, gsize length, const char *path, GErr
     } else if (g_str_has_prefix (groups[i], "model ")) {
       if (!add_model_group (&c, spec, error))
         goto out;
+    } else if (strcmp (groups[i], "signature") == 0 ||
+               g_str_has_prefix (groups[i], "signature ")) {
+      if (!add_signature_group (&c, spec, error))
+        goto out;
     } else if (strcmp (groups[i], "tune") == 0) {
       parse_tune_group (&c, spec);
     } else {
       g_set_error (error, SEDP_DSL_ERROR, SEDP_DSL_ERROR_UNKNOWN_GROUP,
-                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME], [model NAME] "
-                   "or [tune])", path,
+                   "%s:%u: [%s]: unknown group (expected [pipeline], [stage NAME], [model NAME], "
+                   "[signature NAME] or [tune])", path,
                    dsl_line_of (&map, groups[i], NULL), groups[i]);
       goto out;
     }
@@ -687,5 +642,6 @@ sedp_pipeline_spec_free (SedpPipelineSpec *spec)
   g_strfreev (spec->tune_keys);
   g_strfreev (spec->tune_values);
   g_free (spec->tune_lines);
+  dsl_signature_spec_free (spec->signature);
   g_free (spec);
 }

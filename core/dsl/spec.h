@@ -83,6 +83,20 @@ typedef struct {
   GHashTable *key_lines;   /* the keys the file sets -> their lines */
 } SedpModelSpec;
 
+/**
+ * SedpSignatureSpec: the `[signature NAME]` group (docs/compat.md): how the model API (TF Serving
+ * REST, DeepRec protobuf) maps named arrays to the request's item columns and answers columns as
+ * arrays. The entries are kept as written, `ARRAY[=COLUMN][:TYPE][[D1,D2,…]]`, and checked by
+ * the protocol module (core/io/model-api.h) when the pipeline is served under the model API.
+ */
+typedef struct {
+  char *name;
+  char **inputs;           /* NULL-terminated; NULL when the key is absent (open inputs) */
+  char **outputs;          /* NULL-terminated; NULL when absent (the pipeline's `outputs`) */
+  guint line;              /* the group header's line */
+  GHashTable *key_lines;   /* inputs, outputs -> their lines */
+} SedpSignatureSpec;
+
 /** SedpPipelineSpec: a parsed pipeline file. */
 typedef struct {
   char *path;              /* as given */
@@ -101,6 +115,7 @@ typedef struct {
   guint warmup_repeat;     /* how many times sedp serve sends the warm-up file (default 1) */
   GPtrArray *stages;       /* SedpStageSpec*, in file order */
   GPtrArray *models;       /* SedpModelSpec*, the [model NAME] groups in file order */
+  SedpSignatureSpec *signature; /* (nullable) the [signature NAME] group (at most one) */
   GHashTable *key_lines;   /* the [pipeline] keys the file sets -> their lines (NULL: none) */
   char **tune_keys;        /* the [tune] group (docs/tuning.md), kept as written for `sedp
                             * tune`: its keys in file order (NULL-terminated; empty without) */
@@ -109,11 +124,6 @@ typedef struct {
   guint tune_line;         /* the line of the [tune] header (0: the file has none) */
 } SedpPipelineSpec;
 
-/** SedpWarmupRecord: one warm-up request: a PredictRequest as JSON text, and its line. */
-typedef struct {
-  GBytes *payload;
-  guint line;
-} SedpWarmupRecord;
 
 /* Reads and checks the syntax and the runtime's own keys of a pipeline file. Plugin options
  * are checked later, against the plugin's schema (sedp_graph_compile()). */
@@ -144,12 +154,6 @@ SEDP_API char *sedp_pipeline_text_for_model (const char *name, const char *model
 SEDP_API SedpPipelineSpec *sedp_pipeline_spec_for_model (const char *name, const char *model_path,
                                                          guint deadline_ms, GError **error);
 
-/* Reads the warm-up file of @spec (JSON Lines of PredictRequest; blank and '#' lines skipped)
- * and decodes every record with the protocol's decoder, to check it. Parsing a pipeline only
- * records the file's path: sedp check and sedp serve call this. Returns its records
- * (SedpWarmupRecord*, in file order; at least one), or NULL with @error naming the pipeline
- * file's line and, for a bad record, the warm-up file's line. @spec must have a warmup. */
-SEDP_API GPtrArray *sedp_pipeline_spec_load_warmup (const SedpPipelineSpec *spec, GError **error);
 
 /* Replaces ${VAR} and ${VAR:-default} in @value from the environment. */
 SEDP_API char *sedp_dsl_substitute (const char *value, GError **error);
@@ -168,7 +172,8 @@ guint sedp_stage_spec_key_line (const SedpStageSpec *stage, const char *key);
  * sedp_pipeline_spec_equal() finds equal, and that `sedp check` accepts when @spec's own file
  * does. `[pipeline]` gets its `name` and every other runtime key that the file set or that
  * differs from its default; each `[stage NAME]` in order gets the runtime keys under the same
- * rule (keys.h's table, in its order), then its plugin's options in file order; `[tune]`, when
+ * rule (keys.h's table, in its order), then its plugin's options in file order; the
+ * `[signature NAME]` group, when the file had one, with its keys; `[tune]`, when
  * the file had one, is written back raw. Values are the spec's: after `${VAR}` substitution,
  * with GLib's escapes put back; relative paths of options stay as written, `warmup` is
  * absolute. Comments are not kept (sedp_pipeline_text_set() keeps them).
@@ -182,7 +187,8 @@ SEDP_API char *sedp_pipeline_spec_to_keyfile (const SedpPipelineSpec *spec, GErr
  * sedp_pipeline_spec_equal:
  * Returns: whether @a and @b say the same: path, folder, every runtime key of the pipeline and
  * of each stage (stages in the same order), the plugin options (keys and values, in the same
- * order) and the `[tune]` group's keys and values (and whether there is one). Line numbers are
+ * order), the `[signature NAME]` group (its name and entries, or that there is none) and the
+ * `[tune]` group's keys and values (and whether there is one). Line numbers are
  * not compared. Thread-safe for specs no one changes meanwhile.
  */
 SEDP_API gboolean sedp_pipeline_spec_equal (const SedpPipelineSpec *a, const SedpPipelineSpec *b);

@@ -31,9 +31,9 @@ typedef enum {
  * SedpModelApiTensor:
  * @name: the array's name in requests and answers
  * @column: the item column it fills (inputs) or is read from (outputs)
- * @type: the column type: SEDP_COLUMN_FLOAT32, SEDP_COLUMN_INT64 or SEDP_COLUMN_STRING; 0 (inputs
- *   only): from the request (DeepRec's dtype; a JSON number is float32, a JSON string or b64 value
- *   a string)
+ * @type: the column type: SEDP_COLUMN_FLOAT32, SEDP_COLUMN_INT64 or SEDP_COLUMN_STRING; 0: for an
+ *   input, from the request (DeepRec's dtype; a JSON number is float32, a JSON string or b64 value
+ *   a string); for an output, the column's own type in the result
  * @width: values per row (the product of the dimensions after the batch); 0: from the request,
  *   equal for every row
  * @dims: (nullable): the dimensions after the batch, for answers (outputs); %NULL: `[width]`, or a
@@ -55,7 +55,8 @@ typedef struct {
  * SedpModelApiSignature:
  * @name: the signature's name (TF Serving's and DeepRec's `signature_name`; "serving_default")
  * @inputs: (element-type SedpModelApiTensor): the arrays a request must carry, in order
- * @outputs: (element-type SedpModelApiTensor): the arrays an answer carries, in order
+ * @outputs: (element-type SedpModelApiTensor): the arrays an answer carries, in order; empty: every
+ *   float32 item column of the result except escore, each under its own name
  * @open_inputs: when TRUE, arrays not in @inputs are accepted too, each into the column of its own
  *   name with its type and width from the request (a pipeline without a declared signature)
  *

@@ -55,11 +55,11 @@ static gboolean G_GNUC_PRINTF (2, 3)
 wire_over (WireDecode *d, const char *format, ...)
 {
   va_list args;
-  va_start (args, format);
-  g_autofree char *msg = g_strdup_vprintf (format, args);
-  va_end (args);
   g_clear_error (&d->over);
-  g_set_error_literal (&d->over, SEDP_PROTOCOL_ERROR, SEDP_PROTOCOL_ERROR_LIMIT, msg);
+  va_start (args, format);
+  g_propagate_error (&d->over, g_error_new_valist (SEDP_PROTOCOL_ERROR,
+                                                  SEDP_PROTOCOL_ERROR_LIMIT, format, args));
+  va_end (args);
   d->over_bare = TRUE;
   return FALSE;
 }

@@ -9,7 +9,7 @@
  * that TIME_WAIT stays on the server's side, not on the generator's ephemeral ports. */
 #include "http-answer.h"
 #include "loadgen-private.h"
-#include "predict-pb.h"
+#include "../io/predict-pb.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -1,7 +1,7 @@
 /* sedp — the load generator's workload: requests read from JSON Lines, encoded once (see
  * workload.h). */
 #include "workload.h"
-#include "predict-pb.h"
+#include "../io/predict-pb.h"
 
 #include <sedp/protocol.h>
 #include <string.h>

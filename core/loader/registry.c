@@ -1,6 +1,8 @@
 /* sedp — plugin discovery and loading on libltdl. */
 #include "registry.h"
 
+#include "../dsl/keys.h"
+
 #include <ltdl.h>
 #include <string.h>
 
@@ -110,13 +112,14 @@ module_open (Module *m, const char *path)
                  "%s: invalid plugin descriptor: '%s' is not set", path, missing);
     return;
   }
-  static const char *const runtime_keys[] = {"plugin", "after", "scope", "parallelism", "batch",
-                                             "batch_timeout_us", "queue_capacity", NULL};
   for (const SedpOptionSpec *o = d->options; o && o->name; o++) {
-    if (g_strv_contains (runtime_keys, o->name)) {
+    /* The runtime's stage keys are the DSL's table (core/dsl/keys.c), the one list of them. */
+    if (sedp_dsl_runtime_key (SEDP_DSL_GROUP_STAGE, o->name)) {
+      g_autofree char *reserved = sedp_dsl_key_names (SEDP_DSL_GROUP_STAGE);
       g_set_error (&m->error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR,
-                   "%s: invalid plugin descriptor: option '%s' has the name of a runtime key",
-                   path, o->name);
+                   "%s: invalid plugin descriptor: option '%s' has the name of a runtime key, "
+                   "which the runtime reads and never passes on (its stage keys: %s); rename "
+                   "the option", path, o->name, reserved);
       return;
     }
     if (o->type < SEDP_OPTION_BOOL || o->type > SEDP_OPTION_STRING_LIST) {

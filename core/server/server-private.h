@@ -10,6 +10,7 @@
 #include "server.h"
 
 #include "../graph/models.h"
+#include "../io/warmup.h"
 
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>

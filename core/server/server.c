@@ -844,7 +844,7 @@ served_load_warmup (Served *s, const SedpPipelineSpec *spec, GError **error)
   s->ready = TRUE;
   if (spec->warmup == NULL)
     return TRUE;
-  s->warmup = sedp_pipeline_spec_load_warmup (spec, error);
+  s->warmup = sedp_warmup_load (spec, error);
   if (s->warmup == NULL)
     return FALSE;
   s->warmup_file = g_strdup (spec->warmup);

@@ -18,10 +18,9 @@ config_error (GError **error, const char *format, ...)
 {
   va_list args;
   va_start (args, format);
-  char *message = g_strdup_vprintf (format, args);
+  g_propagate_error (error,
+                     g_error_new_valist (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG, format, args));
   va_end (args);
-  g_set_error_literal (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG, message);
-  g_free (message);
 }
 
 /* ---- arms ---- */

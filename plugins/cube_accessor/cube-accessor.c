@@ -106,10 +106,8 @@ config_error (GError **error, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
+  g_propagate_error (error, g_error_new_valist (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG, fmt, ap));
   va_end (ap);
-  g_set_error_literal (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG, msg);
-  g_free (msg);
   return FALSE;
 }
 
@@ -374,12 +372,10 @@ fail_event (SedpEvent *ev, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *msg = g_strdup_vprintf (fmt, ap);
+  GError *e = g_error_new_valist (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT, fmt, ap);
   va_end (ap);
-  GError *e = g_error_new_literal (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT, msg);
   sedp_event_fail (ev, e);
   g_error_free (e);
-  g_free (msg);
   return FALSE;
 }
 

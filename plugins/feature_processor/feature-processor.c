@@ -394,9 +394,8 @@ fail_event (SedpEvent *ev, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  GError *e = g_error_new_valist (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT, fmt, ap);
   va_end (ap);
-  GError *e = g_error_new_literal (SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_INVALID_INPUT, msg);
   sedp_event_fail (ev, e);
   g_error_free (e);
   return FALSE;

@@ -6,6 +6,7 @@
 #include "test-spec.h"
 
 #include "dsl/spec.h"
+#include "io/warmup.h"
 #include "graph/graph.h"
 #include "loader/registry.h"
 #include "runtime/pipeline.h"
@@ -442,7 +443,7 @@ test_warmup_keys (void)
     CU_ASSERT_STRING_EQUAL (graph->spec->warmup, warm);
     CU_ASSERT_EQUAL (graph->spec->warmup_line, 2);
     CU_ASSERT_EQUAL (graph->spec->warmup_repeat, 3);
-    g_autoptr (GPtrArray) records = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+    g_autoptr (GPtrArray) records = sedp_warmup_load (graph->spec, &error);
     CU_ASSERT_PTR_NULL (error);
     CU_ASSERT_PTR_NOT_NULL_FATAL (records);
     CU_ASSERT_EQUAL_FATAL (records->len, 2);
@@ -492,7 +493,7 @@ test_warmup_keys (void)
     g_autoptr (SedpGraph) graph = sedp_graph_load (path, registry, &error);
     /* The file itself is read when it is sent (sedp check, sedp serve), not by the parse. */
     g_autoptr (GPtrArray) records =
-        graph ? sedp_pipeline_spec_load_warmup (graph->spec, &error) : NULL;
+        graph ? sedp_warmup_load (graph->spec, &error) : NULL;
     CU_ASSERT_PTR_NULL (records);
     if (bad[i].needle2)
       ASSERT_GERROR (error, SEDP_DSL_ERROR, bad[i].code, path, bad[i].needle1, bad[i].needle2);

@@ -10,6 +10,7 @@
 #include "fuzz-common.h"
 
 #include "graph/graph.h"
+#include "io/warmup.h"
 
 #include <string.h>
 
@@ -79,7 +80,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   }
   /* sedp check reads the warm-up file after the graph: the parse only records its path */
   if (graph->spec->warmup) {
-    GPtrArray *records = sedp_pipeline_spec_load_warmup (graph->spec, &error);
+    GPtrArray *records = sedp_warmup_load (graph->spec, &error);
     if (records == NULL) {
       g_assert (error != NULL);
       fuzz_refused ("warmup", error);

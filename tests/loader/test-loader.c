@@ -185,6 +185,13 @@ test_invalid_descriptor (void)
   CU_ASSERT_PTR_NULL (sedp_registry_lookup (reg, "runtime_key_option", NULL, &error));
   ASSERT_GERROR (error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR, runtime_key,
                  "option 'batch' has the name of a runtime key");
+  g_clear_error (&error);
+  /* Every stage key of the DSL's table is refused, "cpus" included (the loader once kept its own
+   * shorter list, and a plugin option named cpus never received its value). */
+  g_autofree char *cpus = module_path ("invalid", "cpus_option.so");
+  CU_ASSERT_PTR_NULL (sedp_registry_lookup (reg, "cpus_option", NULL, &error));
+  ASSERT_GERROR (error, SEDP_LOADER_ERROR, SEDP_LOADER_ERROR_INVALID_DESCRIPTOR, cpus,
+                 "option 'cpus' has the name of a runtime key", "branch_max_rate", "rename");
   g_autoptr (GPtrArray) list = sedp_registry_list (reg);
   CU_ASSERT_EQUAL (list->len, 0);
 }
@@ -425,8 +432,8 @@ test_list_sorted_unique (void)
       CU_ASSERT_PTR_EQUAL (sedp_registry_lookup (reg, "shadow", NULL, NULL), info);
     }
   }
-  /* notaplugin, abi_major, abi_minor, no_process, bad_scope, runtime_key_option. */
-  CU_ASSERT_EQUAL (sedp_registry_get_broken (reg)->len, 6);
+  /* notaplugin, abi_major, abi_minor, no_process, bad_scope, runtime_key_option, cpus_option. */
+  CU_ASSERT_EQUAL (sedp_registry_get_broken (reg)->len, 7);
 }
 
 static void

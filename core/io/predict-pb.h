@@ -1,6 +1,7 @@
-/* sedp — the protobuf wire bits the load generator needs: a PredictRequest given as JSON encoded
- * as a serialized sedp.serving.PredictRequest, and the status of a serialized PredictResponse
- * (docs/protocol.md). Internal to libsedp. */
+/* sedp — the protobuf wire bits the load generator needs, kept in the protocol module with the
+ * other wire formats: a PredictRequest given as JSON encoded as a serialized
+ * sedp.serving.PredictRequest, and the status of a serialized PredictResponse (docs/protocol.md).
+ * Internal to libsedp. */
 #pragma once
 
 #include <json-glib/json-glib.h>

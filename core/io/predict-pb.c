@@ -1,8 +1,8 @@
 /* sedp — a PredictRequest's JSON form encoded as protobuf, and a PredictResponse's status read
  * (see predict-pb.h; the messages: core/proto/sedp.proto, docs/protocol.md). */
 #include "predict-pb.h"
-#include "error.h"
-#include "../io/wire.h"
+#include "../load/error.h"
+#include "wire.h"
 
 #include <string.h>
 
