@@ -88,7 +88,7 @@ load_signature (const char *entry, const SedpGraph *graph, const ProcessorConfig
   if (sig == NULL || config->signature_name == NULL ||
       strcmp (sig->name, config->signature_name) == 0)
     return sig;
-  if (bare || sig->open_inputs) {
+  if (bare || graph->spec->signature == NULL) {
     g_free (sig->name);
     sig->name = g_strdup (config->signature_name);
     return sig;

