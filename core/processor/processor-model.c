@@ -213,6 +213,15 @@ add_stages (JsonBuilder *b, const SedpGraph *graph)
     json_builder_add_string_value (b, node->spec->name);
     json_builder_set_member_name (b, "plugin");
     json_builder_add_string_value (b, node->plugin->name);
+    json_builder_set_member_name (b, "parallelism");
+    json_builder_add_int_value (b, node->spec->parallelism);
+    json_builder_set_member_name (b, "options");
+    json_builder_begin_object (b);
+    for (guint k = 0; node->spec->option_keys && node->spec->option_keys[k]; k++) {
+      json_builder_set_member_name (b, node->spec->option_keys[k]);
+      json_builder_add_string_value (b, node->spec->option_values[k]);
+    }
+    json_builder_end_object (b);
     json_builder_end_object (b);
   }
   json_builder_end_array (b);

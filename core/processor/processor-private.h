@@ -63,7 +63,8 @@ gboolean processor_warmup (Processor *p, const char *path, GError **error);
 gboolean processor_run (Processor *p, const guint8 *const *bodies, const gsize *sizes, guint n,
                         GBytes **answers, GError **error);
 
-/* The debug string: the signature as DeepRec's JSON, with the pipeline's name and stages. */
+/* The debug string: the signature as DeepRec's JSON, with the pipeline's name and its stages
+ * (name, plugin, parallelism, options as applied). */
 char *processor_describe (const Processor *p);
 
 G_END_DECLS

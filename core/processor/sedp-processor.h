@@ -55,7 +55,8 @@ void *initialize (const char *model_entry, const char *model_config, int *state)
  * @input_size: its size in bytes; 0: no request, the model's debug string is answered instead
  *   (a JSON object: `signature_name`, `inputs` and `outputs` as DeepRec's (`name`, `shape` with
  *   -1 for the batch, `type` as "DT_FLOAT", "DT_INT64", "DT_STRING", or "DT_INVALID" for an
- *   input typed by the request), plus sedp's `pipeline` name and `stages`)
+ *   input typed by the request), plus sedp's `pipeline` name and `stages` (each one's `name`,
+ *   `plugin`, `parallelism` and plugin `options` as served))
  * @output_data: (out) (transfer full): the serialized PredictResponse, or the error message;
  *   free it with free()
  * @output_size: (out): its size in bytes

@@ -266,6 +266,15 @@ test_process (void)
   CU_ASSERT_PTR_NOT_NULL (strstr (err, "\"intra_op_parallelism_threads\" ignored"));
   CU_ASSERT_PTR_NOT_NULL (strstr (err, "\"checkpoint_dir\" ignored"));
   CU_ASSERT_PTR_NULL (strstr (err, "\"session_num\" ignored"));
+  /* session_num, select_session_policy and inter_op_parallelism_threads reached the model stage */
+  void *debug = NULL;
+  int debug_size = 0;
+  CU_ASSERT_EQUAL (process_fn (model, NULL, 0, &debug, &debug_size), 200);
+  CU_ASSERT_PTR_NOT_NULL (strstr (debug, "{\"name\":\"model\",\"plugin\":\"model_inference\","
+                                         "\"parallelism\":2,\"options\":{"));
+  CU_ASSERT_PTR_NOT_NULL (strstr (debug, "\"instances\":\"2\""));
+  CU_ASSERT_PTR_NOT_NULL (strstr (debug, "\"select\":\"rr\""));
+  free (debug);
   CU_ASSERT_TRUE (process_ok (model, 1, 1, NULL));
   CU_ASSERT_TRUE (process_ok (model, 2, 5, NULL));
   CU_ASSERT_TRUE (process_ok (model, 3, 4, "prob"));
@@ -557,7 +566,10 @@ test_pipeline_entry (void)
   CU_ASSERT_EQUAL (process_fn (model, NULL, 0, &out, &size), 200);
   CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"signature_name\":\"predict\""));
   CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"pipeline\":\"served\""));
-  CU_ASSERT_PTR_NOT_NULL (strstr (out, "{\"name\":\"dnn\",\"plugin\":\"model_inference\"}"));
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "{\"name\":\"dnn\",\"plugin\":\"model_inference\","
+                                       "\"parallelism\":3,\"options\":{"));
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"instances\":\"3\""));
+  CU_ASSERT_PTR_NOT_NULL (strstr (out, "\"select\":\"mod\""));
   free (out);
   CU_ASSERT_EQUAL (model_info_fn (model, &out, &size), 200);
   Tensorflow__Eas__ServingModelInfo *info =
