@@ -1,6 +1,6 @@
 /* sedp — PredictRequest JSON in one streaming pass (json-request.h).
  *
- * yajl (Debian's libyajl) tokenizes the text and calls back per token; nothing is built but the
+ * The scanner (json-scan.c) tokenizes the text and calls back per token; nothing is built but the
  * rows. The decoder knows the message's shape, so every callback checks the token against what
  * may come there (a map key against the fields of its object, a value against the field's type)
  * and stops the parse at the first that does not fit, naming its path. Nesting is counted on
@@ -11,13 +11,13 @@
  * The typing of columns over rows is the RowBuilder's, shared with the protobuf decoder. */
 #include "json-request.h"
 #include "json-number.h"
+#include "json-scan.h"
 
 #include "../runtime/frame-ops.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 /* What the next token may be. */
 typedef enum {
@@ -812,34 +812,28 @@ on_end_array (void *ctx)
 
 /* ---- the request ---- */
 
-static const yajl_callbacks callbacks = {
-  .yajl_null = on_null,
-  .yajl_boolean = on_boolean,
-  .yajl_number = on_number,
-  .yajl_string = on_string,
-  .yajl_start_map = on_start_map,
-  .yajl_map_key = on_map_key,
-  .yajl_end_map = on_end_map,
-  .yajl_start_array = on_start_array,
-  .yajl_end_array = on_end_array,
+static const SedpJsonCallbacks callbacks = {
+  .on_null = on_null,
+  .on_boolean = on_boolean,
+  .on_number = on_number,
+  .on_string = on_string,
+  .on_start_map = on_start_map,
+  .on_map_key = on_map_key,
+  .on_end_map = on_end_map,
+  .on_start_array = on_start_array,
+  .on_end_array = on_end_array,
 };
 
-/* Runs yajl over the text; FALSE with d->error set. */
+/* Scans the text (json-scan.c); FALSE with d->error set. */
 static gboolean
 parse (JsonDecode *d, const guint8 *data, gsize size)
 {
-  yajl_handle h = yajl_alloc (&callbacks, NULL, d);
-  yajl_status st = yajl_parse (h, data, size);
-  if (st == yajl_status_ok)
-    st = yajl_complete_parse (h);
-  if (st != yajl_status_ok && d->error == NULL) {
-    unsigned char *msg = yajl_get_error (h, 0, data, size);
-    g_autofree char *text = g_strstrip (g_strdup ((const char *) msg));
-    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)", text,
-                           yajl_get_bytes_consumed (h), size);
-    yajl_free_error (h, msg);
-  }
-  yajl_free (h);
+  const char *why = NULL;
+  gsize at = 0;
+  SedpJsonScanStatus st = sedp_json_scan (data, size, &callbacks, d, &why, &at);
+  if (st != SEDP_JSON_SCAN_OK && d->error == NULL) /* a callback stops only with its error set */
+    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)",
+                           why ? why : "the decoder stopped", at, size);
   return d->error == NULL;
 }
 

@@ -1,4 +1,4 @@
-/* sedp — PredictRequest as JSON (docs/protocol.md), decoded in one streaming pass (yajl) straight
+/* sedp — PredictRequest as JSON (docs/protocol.md), decoded in one streaming pass (json-scan.h) straight
  * into the rows of a RowBuilder, with every SedpProtocolLimits enforced as the text is read. */
 #pragma once
 

@@ -24,7 +24,8 @@ typedef struct {
   guint width;                      /* 0 until the first row when the signature leaves it open */
   guint n_rows;                     /* complete rows */
   guint n_values;                   /* values stored (rows × width, plus the row being read) */
-  GArray *values;                   /* float or gint64, by type (NULL before the first value) */
+  guint8 *values;                   /* n_values floats or gint64s, by type (NULL before the first) */
+  gsize capacity;                   /* bytes allocated at values */
   GPtrArray *strings;               /* char *, for string arrays */
 } MaArray;
 

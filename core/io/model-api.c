@@ -29,8 +29,7 @@ array_free (MaArray *a)
 {
   g_free (a->name);
   g_free (a->column);
-  if (a->values)
-    g_array_unref (a->values);
+  g_free (a->values);
   if (a->strings)
     g_ptr_array_unref (a->strings);
   g_free (a);
@@ -107,8 +106,9 @@ static MaArray *
 find_array (MaInputs *in, const char *name, gsize len)
 {
   guint n = in->arrays->len;
-  for (guint k = 0; k < n; k++) {
-    guint i = (in->guess + k) % n;
+  for (guint k = 0, i = in->guess; k < n; k++, i++) {
+    if (i >= n)
+      i = 0;
     MaArray *a = g_ptr_array_index (in->arrays, i);
     if (a->name_len == len && memcmp (a->name, name, len) == 0) {
       in->guess = i + 1;
@@ -201,12 +201,14 @@ ma_array_accept (MaArray *a, SedpColumnType type, MaPath where, gconstpointer ct
 static gboolean
 push_value (MaInputs *in, MaArray *a, gconstpointer v, GError **error)
 {
-  guint size = a->type == SEDP_COLUMN_INT64 ? sizeof (gint64) : sizeof (float);
+  gsize size = a->type == SEDP_COLUMN_INT64 ? sizeof (gint64) : sizeof (float);
   if (!ma_inputs_charge (in, size, error))
     return FALSE;
-  if (a->values == NULL)
-    a->values = g_array_sized_new (FALSE, FALSE, size, 1024);
-  g_array_append_vals (a->values, v, 1);
+  if ((a->n_values + (gsize) 1) * size > a->capacity) { /* doubling, within what was charged */
+    a->capacity = MAX (a->capacity * 2, 4096);
+    a->values = g_realloc (a->values, a->capacity);
+  }
+  memcpy (a->values + a->n_values * size, v, size);
   a->n_values++;
   return TRUE;
 }
@@ -317,9 +319,10 @@ fill_column (SedpFrame *frame, const MaArray *a, guint n_rows)
     for (guint r = 0; r < n_rows; r++)
       sedp_column_set_string (col, r, g_ptr_array_index (a->strings, r));
   } else if (a->type == SEDP_COLUMN_INT64) {
-    memcpy (sedp_column_int64_data (col), a->values->data, (gsize) n_rows * a->width * 8);
-  } else {
-    memcpy (sedp_column_float32_data (col), a->values->data, (gsize) n_rows * a->width * 4);
+    if (a->values)
+      memcpy (sedp_column_int64_data (col), a->values, (gsize) n_rows * a->width * 8);
+  } else if (a->values) {
+    memcpy (sedp_column_float32_data (col), a->values, (gsize) n_rows * a->width * 4);
   }
 }
 

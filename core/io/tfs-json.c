@@ -1,18 +1,18 @@
 /* sedp — TF Serving's REST predict JSON (docs/compat.md "TF Serving REST API"): requests in one
  * streaming pass, answers, errors and model status.
  *
- * As json-request.c does for sedp's own JSON, yajl tokenizes the text and each callback checks
- * the token against what may come there, stopping at the first that does not fit with the path
- * of the value. Nesting is counted on every '{' and '[' before anything inside is looked at.
+ * As json-request.c does for sedp's own JSON, the scanner (json-scan.c) tokenizes the text and
+ * each callback checks the token against what may come there, stopping at the first that does
+ * not fit with the path of the value. Nesting is counted on every '{' and '[' before anything inside is looked at.
  * A row's value (a number, a string, {"b64": …}, or nested lists of them) goes straight into its
  * input array (model-api.c), flattened row-major; nested lists must be rectangular, and the
  * row's count of values is checked against the array's width when the value ends. */
 #include "json-number.h"
+#include "json-scan.h"
 #include "model-api-private.h"
 
 #include <math.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 /* What the next token may be. */
 typedef enum {
@@ -289,7 +289,8 @@ fast_number (TfsDecode *d, const char *p, size_t len)
 {
   MaArray *a = d->arr;
   if (d->expect != E_VALUE || d->vdepth == 0 || d->vdepth != d->leaf_depth || a == NULL ||
-      (a->type != SEDP_COLUMN_FLOAT32 && a->type != SEDP_COLUMN_INT64) || a->values == NULL ||
+      (a->type != SEDP_COLUMN_FLOAT32 && a->type != SEDP_COLUMN_INT64) ||
+      (a->n_values + (gsize) 1) * 8 > a->capacity ||
       a->n_values - d->row_start >= d->in->limits.max_values ||
       d->in->charged + 8 > d->in->limits.max_decoded_bytes)
     return FALSE;
@@ -297,11 +298,11 @@ fast_number (TfsDecode *d, const char *p, size_t len)
   if (!sedp_json_number_parse (p, len, &n) || (a->type == SEDP_COLUMN_INT64 && n.kind != NUM_INT))
     return FALSE;
   if (a->type == SEDP_COLUMN_INT64) {
-    g_array_append_val (a->values, n.i);
+    memcpy (a->values + a->n_values * sizeof (gint64), &n.i, sizeof (gint64));
     d->in->charged += sizeof (gint64);
   } else {
     float f = n.kind == NUM_INT ? (float) n.i : (float) n.d; /* as ma_array_push_int / _double */
-    g_array_append_val (a->values, f);
+    memcpy (a->values + a->n_values * sizeof (float), &f, sizeof (float));
     d->in->charged += sizeof (float);
   }
   a->n_values++;
@@ -661,33 +662,27 @@ on_end_array (void *ctx)
 
 /* ---- the request ---- */
 
-static const yajl_callbacks callbacks = {
-  .yajl_null = on_null,
-  .yajl_boolean = on_boolean,
-  .yajl_number = on_number,
-  .yajl_string = on_string,
-  .yajl_start_map = on_start_map,
-  .yajl_map_key = on_map_key,
-  .yajl_end_map = on_end_map,
-  .yajl_start_array = on_start_array,
-  .yajl_end_array = on_end_array,
+static const SedpJsonCallbacks callbacks = {
+  .on_null = on_null,
+  .on_boolean = on_boolean,
+  .on_number = on_number,
+  .on_string = on_string,
+  .on_start_map = on_start_map,
+  .on_map_key = on_map_key,
+  .on_end_map = on_end_map,
+  .on_start_array = on_start_array,
+  .on_end_array = on_end_array,
 };
 
 static gboolean
 parse (TfsDecode *d, const guint8 *data, gsize size)
 {
-  yajl_handle h = yajl_alloc (&callbacks, NULL, d);
-  yajl_status st = yajl_parse (h, data, size);
-  if (st == yajl_status_ok)
-    st = yajl_complete_parse (h);
-  if (st != yajl_status_ok && d->error == NULL) {
-    unsigned char *msg = yajl_get_error (h, 0, data, size);
-    g_autofree char *text = g_strstrip (g_strdup ((const char *) msg));
-    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)", text,
-                           yajl_get_bytes_consumed (h), size);
-    yajl_free_error (h, msg);
-  }
-  yajl_free (h);
+  const char *why = NULL;
+  gsize at = 0;
+  SedpJsonScanStatus st = sedp_json_scan (data, size, &callbacks, d, &why, &at);
+  if (st != SEDP_JSON_SCAN_OK && d->error == NULL) /* a callback stops only with its error set */
+    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)",
+                           why ? why : "the decoder stopped", at, size);
   return d->error == NULL;
 }
 
