@@ -824,18 +824,6 @@ static const SedpJsonCallbacks callbacks = {
   .on_end_array = on_end_array,
 };
 
-/* Scans the text (json-scan.c); FALSE with d->error set. */
-static gboolean
-parse (JsonDecode *d, const guint8 *data, gsize size)
-{
-  const char *why = NULL;
-  gsize at = 0;
-  SedpJsonScanStatus st = sedp_json_scan (data, size, &callbacks, d, &why, &at);
-  if (st != SEDP_JSON_SCAN_OK && d->error == NULL) /* a callback stops only with its error set */
-    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)",
-                           why ? why : "the decoder stopped", at, size);
-  return d->error == NULL;
-}
 
 /* What only the whole request can tell. */
 static gboolean
@@ -859,7 +847,7 @@ sedp_json_decode_request (const guint8 *data, gsize size, RowStore *store,
   JsonDecode d = {.store = store, .out = out, .expect = E_ROOT};
   row_builder_init (&d.user, "user", 1, store);
   row_builder_init (&d.items, "items", 0, store);
-  gboolean ok = parse (&d, data, size);
+  gboolean ok = sedp_json_scan_request (data, size, &callbacks, &d, &d.error);
   if (!ok)
     g_propagate_error (error, g_steal_pointer (&d.error));
   ok = ok && check_request (&d, error);

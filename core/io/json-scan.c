@@ -1,6 +1,8 @@
 /* sedp — a strict, one-pass JSON scanner (json-scan.h). */
 #include "json-scan.h"
 
+#include "row-builder.h"
+
 #include <string.h>
 
 /* What the next token may be. */
@@ -357,4 +359,39 @@ sedp_json_scan (const guint8 *data, gsize size, const SedpJsonCallbacks *callbac
   return r == STEP_OK ? SEDP_JSON_SCAN_OK
          : r == STEP_CANCELLED ? SEDP_JSON_SCAN_CANCELLED
                                : SEDP_JSON_SCAN_INVALID;
+}
+
+gboolean
+sedp_json_scan_request (const guint8 *data, gsize size, const SedpJsonCallbacks *callbacks,
+                        void *ctx, GError **error)
+{
+  const char *why = NULL;
+  gsize at = 0;
+  SedpJsonScanStatus st = sedp_json_scan (data, size, callbacks, ctx, &why, &at);
+  if (st != SEDP_JSON_SCAN_OK && *error == NULL) /* a callback stops only with its error set */
+    sedp_protocol_invalid (error, "invalid JSON: %s (at byte %" G_GSIZE_FORMAT " of %"
+                           G_GSIZE_FORMAT ")", why ? why : "the decoder stopped", at, size);
+  return *error == NULL;
+}
+
+/* ---- writing ---- */
+
+void
+sedp_json_append_string (GString *out, const char *s)
+{
+  g_autofree char *valid = g_utf8_validate (s, -1, NULL) ? NULL : g_utf8_make_valid (s, -1);
+  const char *p = valid ? valid : s;
+  g_string_append_c (out, '"');
+  for (; *p; p++) {
+    guchar c = (guchar) *p;
+    if (c == '"' || c == '\\') {
+      g_string_append_c (out, '\\');
+      g_string_append_c (out, (char) c);
+    } else if (c < 0x20) {
+      g_string_append_printf (out, "\\u%04x", c);
+    } else {
+      g_string_append_c (out, (char) c);
+    }
+  }
+  g_string_append_c (out, '"');
 }

@@ -18,7 +18,7 @@
  * Reentrant; one call holds no state after it returns. */
 #pragma once
 
-#include <glib.h>
+#include <sedp/macros.h>
 
 G_BEGIN_DECLS
 
@@ -61,7 +61,25 @@ typedef enum {
  *
  * Returns: how the scan ended.
  */
-SedpJsonScanStatus sedp_json_scan (const guint8 *data, gsize size, const SedpJsonCallbacks *callbacks,
-                                   void *ctx, const char **why, gsize *offset);
+SEDP_API SedpJsonScanStatus sedp_json_scan (const guint8 *data, gsize size,
+                                            const SedpJsonCallbacks *callbacks, void *ctx,
+                                            const char **why, gsize *offset);
+
+/**
+ * sedp_json_scan_request:
+ * @error: the decoder's error: a callback that stops the scan sets it first
+ *
+ * sedp_json_scan() for a request decoder: a text that is not JSON sets *@error, unless a callback
+ * already did, to SEDP_PROTOCOL_ERROR_INVALID "invalid JSON: WHY (at byte N of M)".
+ *
+ * Returns: %TRUE when the whole text was scanned and *@error is unset.
+ */
+SEDP_API gboolean sedp_json_scan_request (const guint8 *data, gsize size,
+                                          const SedpJsonCallbacks *callbacks, void *ctx,
+                                          GError **error);
+
+/* Appends @s to @out as a JSON string: invalid UTF-8 replaced (U+FFFD), '"', '\\' and control
+ * characters escaped. */
+SEDP_API void sedp_json_append_string (GString *out, const char *s);
 
 G_END_DECLS

@@ -3,6 +3,8 @@
  * columns by the JSON Lines reader's rules (column-kind.h), so that both encodings decode alike. */
 #include "protocol.h"
 
+#include "json-scan.h"
+
 #include "json-request.h"
 #include "wire.h"
 #include "row-builder.h"
@@ -587,27 +589,6 @@ ranked_cmp (const void *a, const void *b)
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* @s as a JSON string (invalid UTF-8 replaced, control characters escaped). */
-static void
-json_string (GString *out, const char *s)
-{
-  g_autofree char *valid = g_utf8_validate (s, -1, NULL) ? NULL : g_utf8_make_valid (s, -1);
-  const char *p = valid ? valid : s;
-  g_string_append_c (out, '"');
-  for (; *p; p++) {
-    guchar c = (guchar) *p;
-    if (c == '"' || c == '\\') {
-      g_string_append_c (out, '\\');
-      g_string_append_c (out, (char) c);
-    } else if (c < 0x20) {
-      g_string_append_printf (out, "\\u%04x", c);
-    } else {
-      g_string_append_c (out, (char) c);
-    }
-  }
-  g_string_append_c (out, '"');
-}
-
 /* A score: a float32 with the 9 significant digits that read back as the same float; not-a-number
  * and infinities, which JSON cannot hold, as 0. */
 static void
@@ -623,15 +604,15 @@ response_json (const Sedp__Serving__PredictResponse *resp)
 {
   GString *out = g_string_sized_new (64 + resp->n_items * 48);
   g_string_append (out, "{\"request_id\":");
-  json_string (out, resp->request_id);
+  sedp_json_append_string (out, resp->request_id);
   g_string_append_printf (out, ",\"status\":\"%s\"",
                           sedp__serving__predict_response__status__descriptor.values[resp->status].name);
   if (*resp->message) {
     g_string_append (out, ",\"message\":");
-    json_string (out, resp->message);
+    sedp_json_append_string (out, resp->message);
   }
   g_string_append (out, ",\"model_version\":");
-  json_string (out, resp->model_version);
+  sedp_json_append_string (out, resp->model_version);
   g_string_append (out, ",\"items\":[");
   for (gsize i = 0; i < resp->n_items; i++) {
     const Sedp__Serving__ItemResult *it = resp->items[i];
@@ -646,7 +627,7 @@ response_json (const Sedp__Serving__PredictResponse *resp)
                             sedp__serving__item_result__status__descriptor.values[it->status].name);
     if (*it->message) {
       g_string_append (out, ",\"message\":");
-      json_string (out, it->message);
+      sedp_json_append_string (out, it->message);
     }
     g_string_append_c (out, '}');
   }
@@ -658,7 +639,7 @@ response_json (const Sedp__Serving__PredictResponse *resp)
     for (gsize k = 0; k < resp->n_routes; k++) {
       if (k)
         g_string_append_c (out, ',');
-      json_string (out, resp->routes[k]);
+      sedp_json_append_string (out, resp->routes[k]);
     }
     g_string_append_c (out, ']');
   }

@@ -674,17 +674,6 @@ static const SedpJsonCallbacks callbacks = {
   .on_end_array = on_end_array,
 };
 
-static gboolean
-parse (TfsDecode *d, const guint8 *data, gsize size)
-{
-  const char *why = NULL;
-  gsize at = 0;
-  SedpJsonScanStatus st = sedp_json_scan (data, size, &callbacks, d, &why, &at);
-  if (st != SEDP_JSON_SCAN_OK && d->error == NULL) /* a callback stops only with its error set */
-    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)",
-                           why ? why : "the decoder stopped", at, size);
-  return d->error == NULL;
-}
 
 /* The batch size: the instances, or the rows of the first input given in inputs. */
 static guint
@@ -710,7 +699,7 @@ ma_tfs_decode (const guint8 *data, gsize size, MaInputs *in, SedpModelApiRequest
   g_autofree guint *want = g_new0 (guint, slots);
   TfsDecode d = {.in = in, .out = out, .stack = stack, .len = len, .want = want,
                  .expect = E_ROOT, .leaf_depth = NO_DEPTH};
-  if (!parse (&d, data, size)) {
+  if (!sedp_json_scan_request (data, size, &callbacks, &d, &d.error)) {
     g_propagate_error (error, d.error);
     return FALSE;
   }
@@ -725,27 +714,6 @@ ma_tfs_decode (const guint8 *data, gsize size, MaInputs *in, SedpModelApiRequest
 }
 
 /* ---- answers ---- */
-
-/* @s (@len bytes) as a JSON string: invalid UTF-8 replaced, control characters escaped. */
-static void
-json_string (GString *out, const char *s)
-{
-  g_autofree char *valid = g_utf8_validate (s, -1, NULL) ? NULL : g_utf8_make_valid (s, -1);
-  const char *p = valid ? valid : s;
-  g_string_append_c (out, '"');
-  for (; *p; p++) {
-    guchar c = (guchar) *p;
-    if (c == '"' || c == '\\') {
-      g_string_append_c (out, '\\');
-      g_string_append_c (out, (char) c);
-    } else if (c < 0x20) {
-      g_string_append_printf (out, "\\u%04x", c);
-    } else {
-      g_string_append_c (out, (char) c);
-    }
-  }
-  g_string_append_c (out, '"');
-}
 
 /* A float32 in the fewest digits that read back as the same float; NaN and the infinities as TF
  * Serving writes them (NaN, Infinity, -Infinity: not standard JSON, read by Python's json, by
@@ -788,7 +756,7 @@ json_element (GString *out, const SedpColumn *col, gsize index, gboolean bytes)
       g_autofree char *b64 = g_base64_encode ((const guchar *) (s ? s : ""), s ? strlen (s) : 0);
       g_string_append_printf (out, "{\"b64\":\"%s\"}", b64);
     } else {
-      json_string (out, s ? s : "");
+      sedp_json_append_string (out, s ? s : "");
     }
   }
   }
@@ -843,7 +811,7 @@ json_predictions (GString *out, const SedpModelApiRequest *decoded, const SedpRe
       const SedpModelApiTensor *t = g_ptr_array_index (outs, o);
       if (named) {
         g_string_append (out, o ? "," : "");
-        json_string (out, t->name);
+        sedp_json_append_string (out, t->name);
         g_string_append_c (out, ':');
       }
       if (!json_output (out, result, r, t, error))
@@ -867,7 +835,7 @@ json_outputs (GString *out, const SedpModelApiRequest *decoded, const SedpResult
     const SedpModelApiTensor *t = g_ptr_array_index (outs, o);
     if (named) {
       g_string_append (out, o ? "," : "");
-      json_string (out, t->name);
+      sedp_json_append_string (out, t->name);
       g_string_append_c (out, ':');
     }
     g_string_append_c (out, '[');
@@ -910,7 +878,7 @@ GBytes *
 ma_tfs_encode_error (const char *message)
 {
   GString *out = g_string_new ("{\"error\":");
-  json_string (out, message);
+  sedp_json_append_string (out, message);
   g_string_append_c (out, '}');
   return g_string_free_to_bytes (out);
 }
@@ -921,9 +889,9 @@ sedp_model_api_encode_status (const char *name, guint64 version, const char *sta
   (void) name; /* GetModelStatus names versions only: the model is the URL's */
   GString *out = g_string_new ("{\"model_version_status\":[{\"version\":");
   g_autofree char *v = g_strdup_printf ("%" G_GUINT64_FORMAT, version);
-  json_string (out, v);
+  sedp_json_append_string (out, v);
   g_string_append (out, ",\"state\":");
-  json_string (out, state ? state : "AVAILABLE");
+  sedp_json_append_string (out, state ? state : "AVAILABLE");
   g_string_append (out, ",\"status\":{\"error_code\":\"OK\",\"error_message\":\"\"}}]}");
   return g_string_free_to_bytes (out);
 }

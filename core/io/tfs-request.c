@@ -1,6 +1,7 @@
 /* sedp — a TF Serving REST predict request written from an items frame (row format,
  * `{"instances": [{"NAME": VALUE, …}, …]}`): what the load generator and the benchmarks send to
  * the model API (docs/compat.md). The decoder of such requests is tfs-json.c. */
+#include "json-scan.h"
 #include "model-api.h"
 
 #include <math.h>
@@ -14,8 +15,7 @@ append_row (GString *out, const SedpColumn *c, guint row)
   SedpColumnType t = sedp_column_get_column_type (c);
   if (t == SEDP_COLUMN_STRING) {
     const char *s = sedp_column_get_string (c, r);
-    g_autofree char *escaped = g_strescape (s ? s : "", NULL);
-    g_string_append_printf (out, "\"%s\"", escaped);
+    sedp_json_append_string (out, s ? s : "");
     return;
   }
   if (t == SEDP_COLUMN_IDLIST) {
@@ -57,7 +57,9 @@ sedp_model_api_encode_tfs_request (const SedpFrame *items, const char *const *sk
       const SedpColumn *col = sedp_frame_get_column_at (items, c);
       if (skip && g_strv_contains (skip, sedp_column_get_name (col)))
         continue;
-      g_string_append_printf (out, "%s\"%s\": ", first ? "" : ", ", sedp_column_get_name (col));
+      g_string_append (out, first ? "" : ", ");
+      sedp_json_append_string (out, sedp_column_get_name (col));
+      g_string_append (out, ": ");
       append_row (out, col, r);
       first = FALSE;
     }
