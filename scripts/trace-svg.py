@@ -7,6 +7,7 @@ waits that overlap (several requests waiting at once) are stacked in sub-rows; a
 milliseconds. Standard library only (docs/observability.md).
 
 usage: scripts/trace-svg.py TRACE.json OUT.svg [--width PIXELS] [--title TEXT]
+                            [--request ID]   (only the events of request ID: one request close up)
 """
 import argparse
 import html
@@ -17,7 +18,7 @@ COLOURS = {"queue": "#f2a541", "process": "#3b7dd8"}
 ROW = 9          # pixels per sub-row
 LANE_GAP = 6
 LABEL_W = 230
-TOP = 40
+TOP = 46
 
 
 def load(path):
@@ -88,11 +89,11 @@ def draw(names, boxes, width, title):
         out.append(f'<line x1="{px:.1f}" y1="{TOP - 6}" x2="{px:.1f}" y2="{y}" stroke="#ccc" stroke-width="0.5"/>')
         out.append(f'<text x="{px:.1f}" y="{y + 14}" font-size="10" text-anchor="middle">{ms:g} ms</text>')
         ms += step
-    legend = (f'<rect x="{LABEL_W}" y="12" width="12" height="10" fill="{COLOURS["queue"]}"/>'
-              f'<text x="{LABEL_W + 16}" y="21" font-size="11">queue wait</text>'
-              f'<rect x="{LABEL_W + 100}" y="12" width="12" height="10" fill="{COLOURS["process"]}"/>'
-              f'<text x="{LABEL_W + 116}" y="21" font-size="11">process</text>'
-              f'<text x="6" y="21" font-size="12" font-weight="bold">{html.escape(title)}</text>')
+    legend = (f'<text x="6" y="18" font-size="12" font-weight="bold">{html.escape(title)}</text>'
+              f'<rect x="6" y="26" width="12" height="10" fill="{COLOURS["queue"]}"/>'
+              f'<text x="22" y="35" font-size="11">queue wait</text>'
+              f'<rect x="106" y="26" width="12" height="10" fill="{COLOURS["process"]}"/>'
+              f'<text x="122" y="35" font-size="11">process</text>')
     height = y + 24
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" font-family="sans-serif">\n'
@@ -106,8 +107,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--width", type=int, default=1200)
     ap.add_argument("--title", default="sedp trace")
+    ap.add_argument("--request", help="draw only the events of this request id")
     o = ap.parse_args()
     names, boxes = load(o.trace)
+    if o.request is not None:
+        boxes = {t: [e for e in ev if e.get("args", {}).get("request_id") == o.request]
+                 for t, ev in boxes.items()}
+        boxes = {t: ev for t, ev in boxes.items() if ev}
     with open(o.out, "w", encoding="utf-8") as f:
         f.write(draw(names, boxes, o.width, o.title))
 
