@@ -830,13 +830,15 @@ parse (JsonDecode *d, const guint8 *data, gsize size)
 {
   yajl_handle h = yajl_alloc (&callbacks, NULL, d);
   yajl_status st = yajl_parse (h, data, size);
-  if (st == yajl_status_ok)
+  gsize at = yajl_get_bytes_consumed (h);
+  if (st == yajl_status_ok) {
     st = yajl_complete_parse (h);
+    at = size; /* an error here is the text's end (yajl counts the blank it finishes with) */
+  }
   if (st != yajl_status_ok && d->error == NULL) {
     unsigned char *msg = yajl_get_error (h, 0, data, size);
     g_autofree char *text = g_strstrip (g_strdup ((const char *) msg));
-    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)", text,
-                           yajl_get_bytes_consumed (h), size);
+    sedp_protocol_invalid (&d->error, "invalid JSON: %s (at byte %zu of %zu)", text, at, size);
     yajl_free_error (h, msg);
   }
   yajl_free (h);
