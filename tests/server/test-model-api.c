@@ -440,6 +440,12 @@ check_native (guint port)
     CU_ASSERT (json_close (json_array_get_element (items, i), expect, path));
   }
   resp_clear (&r);
+  /* A request cut short: the error is at its end, byte 21 of 21. */
+  predict_json (port, "m", "{\"items\": [{\"id\": 1}]", &r);
+  CU_ASSERT_EQUAL (r.status, 400);
+  CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "invalid request: invalid JSON: parse error: "
+                                                    "premature EOF (at byte 21 of 21)"));
+  resp_clear (&r);
 }
 
 /* ---- the bare model: status, metadata and routes ---- */
@@ -539,7 +545,11 @@ static const struct {
   const char *body;
   const char *needle;
 } refused_json[] = {
-    {"{\"instances\": [[0.5, -1, 2]", "invalid request: invalid JSON"},
+    /* Cut short: the error is at the text's end, byte 27 of 27. */
+    {"{\"instances\": [[0.5, -1, 2]",
+     "invalid request: invalid JSON: parse error: premature EOF (at byte 27 of 27)"},
+    {"{\"instances\": [[0.5, -1, 2]]}}",
+     "invalid request: invalid JSON: parse error: trailing garbage (at byte 30 of 30)"},
     {"[1, 2]", "invalid request: a request must be a JSON object with instances or inputs"},
     {"{\"instances\": [{\"x\": [1, 2, 3]}, {\"x\": [1, 2]}]}",
      "invalid request: instances[1].x: 2 values, the signature's width for x is 3"},
@@ -547,6 +557,9 @@ static const struct {
      "invalid request: inputs.x[1]: 4 values, the signature's width for x is 3"},
     {"{\"instances\": [[1, 2]]}", "invalid request: instances[0]: 2 values"},
     {"{\"inputs\": {}}", "invalid request: inputs: the input x is missing"},
+    {"{\"instances\": [{\"x\": [1, 2, 3]}, {}]}",
+     "invalid request: instances[1]: the input x is missing (the signature serving_default takes "
+     "x; every instance carries the same inputs)"},
     {"{\"instances\": [{\"x\": [1, 2, 3], \"y\": [1]}]}",
      "invalid request: instances[0].y: not an input of the signature serving_default (its "
      "inputs: x)"},
@@ -683,6 +696,16 @@ static const char *sig_pipeline =
     "model = " SEDP_TEST_MODEL_API_MODEL "\n"
     "[signature serving_default]\ninputs = features=x:float32[3]\noutputs = score=prob[2]\n";
 
+/* Its GetModelMetadata: the signature's arrays, each naming the column it fills or answers. */
+static const char *metadata_sig =
+    "{\"model_spec\": {\"name\": \"sig\", \"signature_name\": \"\", \"version\": \"1\"},"
+    " \"metadata\": {\"signature_def\": {\"signature_def\": {\"serving_default\": {"
+    "  \"inputs\": {\"features\": {\"dtype\": \"DT_FLOAT\", \"tensor_shape\": {\"dim\": "
+    "     [{\"size\": \"-1\"}, {\"size\": \"3\"}]}, \"name\": \"x\"}},"
+    "  \"outputs\": {\"score\": {\"dtype\": \"DT_FLOAT\", \"tensor_shape\": {\"dim\": "
+    "     [{\"size\": \"-1\"}, {\"size\": \"2\"}]}, \"name\": \"prob\"}},"
+    "  \"method_name\": \"tensorflow/serving/predict\"}}}}}";
+
 static void
 check_signature_pipeline (guint port)
 {
@@ -717,6 +740,15 @@ check_signature_pipeline (guint port)
   post_json (port, "/v1/models/sig:predict", "{\"instances\": [{\"x\": [1, 2, 3]}]}", &r);
   ASSERT_TFS_ERROR (&r, 400, "invalid request: instances[0].x: not an input of the signature "
                              "serving_default (its inputs: features)");
+  resp_clear (&r);
+  /* DeepRec's protobuf names the signature's arrays too. */
+  g_autoptr (GBytes) pb = deeprec_request (2, 3, NULL);
+  post_deeprec (port, "/v1/models/sig:predict", pb, g_bytes_get_size (pb), &r);
+  assert_text_error (&r, 400, "invalid request: inputs.x: not an input of the signature "
+                              "serving_default (its inputs: features)");
+  resp_clear (&r);
+  get (port, "/v1/models/sig/metadata", &r);
+  assert_json_answer (&r, 200, metadata_sig);
   resp_clear (&r);
   get (port, "/v1/models/sig", &r);
   CU_ASSERT_EQUAL (r.status, 200);
@@ -788,11 +820,14 @@ test_bad_signature (void)
       SEDP_TEST_MODEL_API_MODEL);
   sedp_test_write_file (path, text, -1);
   const char *args[] = {path, NULL};
-  ASSERT_SERVE_FAILS (args, path, "signature serving_default", "inputs", "'x:float99'",
-                      "float99");
+  /* The file, the line, the group, the key, the entry and why. */
+  g_autofree char *where = g_strdup_printf ("%s:11: [signature serving_default] inputs: "
+                                            "signature entry 'x:float99': unknown type "
+                                            "'float99'", path);
+  ASSERT_SERVE_FAILS (args, where);
   /* Beside a bare model, the same. */
   const char *args2[] = {"--model", "m=" SEDP_TEST_MODEL_API_MODEL, path, NULL};
-  ASSERT_SERVE_FAILS (args2, path, "signature serving_default", "'x:float99'");
+  ASSERT_SERVE_FAILS (args2, where);
   sedp_test_remove_tree (dir);
 }
 
