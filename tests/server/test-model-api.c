@@ -30,12 +30,19 @@ static const double B[2] = {0.1, -0.2};
 static const float X[N_ROWS][3] = {
     {0.5f, -1.0f, 2.0f}, {1.5f, 0.25f, -0.75f}, {-2.0f, 3.0f, 0.125f}, {0.0f, 0.0f, 0.0f}};
 
+/* Row @r of x: X, then (the large batches) multiples of 0.25 from -0.75 to 0.75. */
+static float
+xv (guint r, guint c)
+{
+  return r < N_ROWS ? X[r][c] : (float) (((r * 3 + c) % 7) * 0.25 - 0.75);
+}
+
 static double
 expected (guint row, guint out, gboolean sigmoid)
 {
   double v = B[out];
   for (guint c = 0; c < 3; c++)
-    v += (double) X[row][c] * W[c][out];
+    v += (double) xv (row, c) * W[c][out];
   return sigmoid ? 1.0 / (1.0 + exp (-v)) : v;
 }
 
@@ -211,7 +218,7 @@ expected_outputs (guint n)
 static char *
 x_row (guint r)
 {
-  return g_strdup_printf ("[%.9g, %.9g, %.9g]", X[r][0], X[r][1], X[r][2]);
+  return g_strdup_printf ("[%.9g, %.9g, %.9g]", xv (r, 0), xv (r, 1), xv (r, 2));
 }
 
 /* {"instances": [{"x": ROW}, …]} (@objects) or {"instances": [ROW, …]} for rows 0..@n-1. */
@@ -264,10 +271,10 @@ deeprec_request (guint n, guint width, const char *filter)
       TENSORFLOW__EAS__PREDICT_REQUEST__INPUTS_ENTRY__INIT;
   Tensorflow__Eas__PredictRequest__InputsEntry *entries[] = {&entry};
   int64_t dims[] = {n, width};
-  float values[N_ROWS * 3];
+  g_autofree float *values = g_new (float, n * width);
   for (guint r = 0; r < n; r++)
     for (guint c = 0; c < width; c++)
-      values[r * width + c] = X[r][c];
+      values[r * width + c] = xv (r, c);
   shape.n_dim = 2;
   shape.dim = dims;
   x.dtype = TENSORFLOW__EAS__ARRAY_DATA_TYPE__DT_FLOAT;
@@ -446,6 +453,48 @@ check_native (guint port)
   CU_ASSERT_PTR_NOT_NULL (r.body && strstr (r.body, "invalid request: invalid JSON: parse error: "
                                                     "premature EOF (at byte 21 of 21)"));
   resp_clear (&r);
+}
+
+/* Concurrent requests of 1 to 16 rows, and one of 40, in both JSON formats: the model stage
+ * batches queued requests into one engine run and splits the outputs back to each. */
+typedef struct {
+  guint port;
+  guint n;
+  gboolean columns;
+  gboolean ok;
+} Concurrent;
+
+static gpointer
+concurrent_request (gpointer data)
+{
+  Concurrent *c = data;
+  g_autofree char *req = c->columns ? inputs_request (c->n, TRUE) : instances_request (c->n, TRUE);
+  g_autofree char *want = c->columns ? expected_outputs (c->n) : expected_predictions (c->n);
+  Resp r;
+  post_json (c->port, M_PREDICT, req, &r);
+  g_autoptr (JsonNode) got = r.status == 200 ? parse_json (r.body) : NULL;
+  g_autoptr (JsonNode) expect = parse_json (want);
+  g_autofree char *where = g_strdup_printf ("%u rows", c->n);
+  c->ok = got && json_close (got, expect, where);
+  if (r.status != 200)
+    fprintf (stderr, "\n  %u rows: status %d: %.200s\n", c->n, r.status, r.body ? r.body : "");
+  resp_clear (&r);
+  return NULL;
+}
+
+static void
+check_concurrent (guint port)
+{
+  Concurrent c[17];
+  GThread *t[17];
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++) {
+    c[i] = (Concurrent) {.port = port, .n = i < 16 ? i + 1 : 40, .columns = i % 2};
+    t[i] = g_thread_new ("client", concurrent_request, &c[i]);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++) {
+    g_thread_join (t[i]);
+    CU_ASSERT (c[i].ok);
+  }
 }
 
 /* ---- the bare model: status, metadata and routes ---- */
@@ -674,6 +723,7 @@ test_bare_model (void)
   check_tfs_columns (s.port);
   check_deeprec (s.port);
   check_native (s.port);
+  check_concurrent (s.port);
   check_status_and_routes (s.port);
   check_refused_json (s.port);
   check_refused_deeprec (s.port);
