@@ -998,7 +998,10 @@ sedp_server_add_model (SedpServer *server, const char *name, const char *model_p
     return FALSE;
   }
   char *text = sedp_pipeline_text_for_model (name, absolute, 0);
-  return add_served (server, absolute, text, absolute, registry, error);
+  if (add_served (server, absolute, text, absolute, registry, error))
+    return TRUE;
+  g_prefix_error (error, "--model %s=%s: ", name, model_path);
+  return FALSE;
 }
 
 gboolean

@@ -37,7 +37,8 @@ SEDP_API gboolean sedp_server_add_pipeline (SedpServer *server, const char *path
 /* Serves the ONNX model @model_path as @name without a pipeline file: the implicit pipeline of
  * sedp_pipeline_text_for_model() (data_reader, then model_inference with the engine's batching),
  * under the model API (docs/compat.md) and /v1/pipelines/NAME:predict alike. An error when the
- * file is missing, the model does not load, or @name is served already. */
+ * file is missing, the model does not load, or @name is served already; its message starts
+ * `--model NAME=FILE: `. */
 SEDP_API gboolean sedp_server_add_model (SedpServer *server, const char *name,
                                          const char *model_path, SedpRegistry *registry,
                                          GError **error);

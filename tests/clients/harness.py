@@ -91,9 +91,10 @@ def f32(x):
 
 
 class Server:
-    """sedp serve on 127.0.0.1:0 with the given pipeline texts; stop() checks it exits 0."""
+    """sedp serve on 127.0.0.1:0 with the given pipeline texts and the further arguments @args
+    (`--model NAME=FILE.onnx`); stop() checks it exits 0."""
 
-    def __init__(self, sedp, *pipelines):
+    def __init__(self, sedp, *pipelines, args=()):
         self.dir = tempfile.mkdtemp(prefix="sedp-clients-")
         files = []
         for i, text in enumerate(pipelines):
@@ -102,7 +103,7 @@ class Server:
                 f.write(text)
         env = dict(os.environ, G_SLICE="always-malloc")
         self.proc = subprocess.Popen(valgrind_prefix() + [sedp, "serve"] + files
-                                     + ["--listen", "127.0.0.1:0"],
+                                     + list(args) + ["--listen", "127.0.0.1:0"],
                                      stderr=subprocess.PIPE, env=env, text=True)
         self.log = []
         self.port = None

@@ -10,7 +10,9 @@ Usage: test_python_client.py SEDP_BINARY"""
 
 import http.server
 import json
+import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -326,6 +328,92 @@ class TfsHelper(unittest.TestCase):
                 self.client.predict_tfs("ctr", **kwargs)
         self.assertEqual(TfsStub.seen, [("/v1/models/missing:predict", "application/json",
                                          {"instances": [[1]]})])
+
+
+# ---- the TF Serving REST helper against a real sedp serve --model ----
+
+# tests/processor/make-model.py's model and weights: x float [N, 3] -> logits = x W + B [N, 2]
+# -> prob = sigmoid(logits) [N, 2]. The expected answers are computed here from W and B.
+MAKE_MODEL = os.path.join(SRC, "tests", "processor", "make-model.py")
+W = [[0.5, -1.0], [0.25, 2.0], [-0.75, 0.125]]
+B = [0.1, -0.2]
+ROWS = [[0.5, -1, 2], [1.5, 0.25, -0.75], [-2, 3, 0.125], [0, 0, 0]]
+
+
+def expected_row(row):
+    """(logits, prob) of one row of x, computed by hand."""
+    logits = [B[o] + sum(row[c] * W[c][o] for c in range(3)) for o in range(2)]
+    return logits, [1 / (1 + math.exp(-v)) for v in logits]
+
+
+class TfsLive(unittest.TestCase):
+    """predict_tfs against `sedp serve --model m=MODEL.onnx` (docs/compat.md): the row and the
+    columnar formats, the version route, and the server's refusals as SedpError."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="sedp-clients-tfs-")
+        model = os.path.join(cls.dir, "model.onnx")
+        subprocess.run(["/usr/bin/python3", MAKE_MODEL, model], check=True, timeout=120)
+        cls.server = Server(SEDP, args=["--model", "m=" + model])
+        cls.client = Client(cls.server.url, timeout=30 * SLOW)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def assert_close(self, got, want):
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            self.assertAlmostEqual(g, w, delta=1e-6 * max(1, abs(w)))
+
+    def test_instances(self):
+        for instances in (ROWS, [{"x": row} for row in ROWS]):
+            for version in (None, 1):
+                with self.subTest(instances=instances[0], version=version):
+                    out = self.client.predict_tfs("m", instances=instances, version=version)
+                    self.assertEqual(len(out), len(ROWS))
+                    for answer, row in zip(out, ROWS):
+                        self.assertEqual(sorted(answer), ["logits", "prob"])
+                        logits, prob = expected_row(row)
+                        self.assert_close(answer["logits"], logits)
+                        self.assert_close(answer["prob"], prob)
+
+    def test_inputs(self):
+        for inputs in ({"x": ROWS}, ROWS):
+            with self.subTest(named=isinstance(inputs, dict)):
+                out = self.client.predict_tfs("m", inputs=inputs,
+                                              signature_name="serving_default")
+                self.assertEqual(sorted(out), ["logits", "prob"])
+                self.assertEqual(len(out["logits"]), len(ROWS))
+                self.assertEqual(len(out["prob"]), len(ROWS))
+                for i, row in enumerate(ROWS):
+                    logits, prob = expected_row(row)
+                    self.assert_close(out["logits"][i], logits)
+                    self.assert_close(out["prob"][i], prob)
+
+    def test_errors(self):
+        cases = [  # arguments, status, the start of the server's message
+            ({"model": "m", "instances": [[1, 2]]}, 400,
+             "invalid request: instances[0]: 2 values, the signature's width for x is 3"),
+            ({"model": "m", "inputs": {"y": ROWS}}, 400,
+             "invalid request: inputs.y: not an input of the signature serving_default"),
+            ({"model": "m", "instances": ROWS, "signature_name": "other"}, 400,
+             "invalid request: signature_name: 'other' is not a signature of this model"),
+            ({"model": "m", "instances": ROWS, "version": 2}, 404,
+             "version '2' of model 'm' is not served (it serves version 1)"),
+            ({"model": "nope", "instances": ROWS}, 404, "no such endpoint: /v1/models/nope:predict"),
+        ]
+        for kwargs, status, message in cases:
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                with self.assertRaises(SedpError) as cm:
+                    self.client.predict_tfs(**kwargs)
+                self.assertEqual(cm.exception.status, status)
+                self.assertTrue(cm.exception.message.startswith(message), cm.exception.message)
+        # The server still answers.
+        out = self.client.predict_tfs("m", instances=ROWS[:1])
+        self.assert_close(out[0]["prob"], expected_row(ROWS[0])[1])
 
 
 if __name__ == "__main__":
