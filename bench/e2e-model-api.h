@@ -1,9 +1,8 @@
 /* bench/run e2e, step 10: the model API against sedp's own protocol (docs/compat.md). The CTR
  * example's whole model (model.onnx: dense [13] and slot_0 … slot_25 int64 [4], its embedding
  * tables inside) served bare, `sedp serve --model ctr=model.onnx`, and loaded at one client with
- * the example's 300-item requests in four encodings, in interleaved rounds:
+ * the example's 300-item requests in three encodings, in interleaved rounds:
  *   - native protobuf (POST /v1/pipelines/ctr:predict, sedp's PredictRequest);
- *   - native JSON (the same as JSON);
  *   - TF Serving REST JSON (POST /v1/models/ctr:predict, `{"instances": [...]}`);
  *   - DeepRec protobuf (the same route, DeepRec's PredictRequest).
  * Every request carries the same values: the user's slots are copied into each item (a model
@@ -71,7 +70,7 @@ model_api_items (const char *sedp, const char *url, const char *requests, const 
   return bench_result_value (out, "items_per_s");
 }
 
-enum { MA_NATIVE_PB, MA_NATIVE_JSON, MA_TFS, MA_DEEPREC, MA_N };
+enum { MA_NATIVE_PB, MA_TFS, MA_DEEPREC, MA_N };
 
 /* One round's items/s per encoding. */
 typedef double ModelApiRound[MA_N];
@@ -81,10 +80,10 @@ static gboolean
 model_api_round (const char *sedp, const char *native, const char *model_api, const char *req,
                  double seconds, int round, double *v)
 {
-  static const char *const formats[MA_N] = {"protobuf", "json", "tfs", "deeprec"};
+  static const char *const formats[MA_N] = {"protobuf", "tfs", "deeprec"};
   for (int j = 0; j < MA_N; j++) {
     int k = (j + round) % MA_N;
-    v[k] = model_api_items (sedp, k < MA_TFS ? native : model_api, req, formats[k], seconds);
+    v[k] = model_api_items (sedp, k == MA_NATIVE_PB ? native : model_api, req, formats[k], seconds);
     if (v[k] <= 0)
       return FALSE;
   }
@@ -95,20 +94,18 @@ static void
 model_api_report (const ModelApiRound *v, int rounds, double (*median) (const double *, int))
 {
   g_autofree double *tfs = g_new (double, rounds), *dr = g_new (double, rounds);
-  g_autofree double *js = g_new (double, rounds), *pb = g_new (double, rounds);
+  g_autofree double *pb = g_new (double, rounds);
   g_autoptr (GString) list = g_string_new (NULL);
   for (int r = 0; r < rounds; r++) {
     pb[r] = v[r][MA_NATIVE_PB];
     tfs[r] = v[r][MA_NATIVE_PB] / v[r][MA_TFS];
     dr[r] = v[r][MA_NATIVE_PB] / v[r][MA_DEEPREC];
-    js[r] = v[r][MA_NATIVE_PB] / v[r][MA_NATIVE_JSON];
     g_string_append_printf (list, "%s%.3f/%.3f", r ? "," : "", tfs[r], dr[r]);
   }
   printf ("RESULT model_api_rounds=%d model_api_native_items_per_s_c1=%.1f\n", rounds,
           median (pb, rounds));
   printf ("RESULT tfs_json_over_native=%.3f\n", median (tfs, rounds));
   printf ("RESULT deeprec_over_native=%.3f\n", median (dr, rounds));
-  printf ("RESULT model_api_native_json_over_native=%.3f\n", median (js, rounds));
   printf ("RESULT model_api_rounds_tfs_deeprec=%s\n", list->str);
 }
 
@@ -137,8 +134,8 @@ model_api_rounds (const char *sedp, const char *data_dir, int rounds, double sec
   for (int r = 0; ok && r < rounds; r++) {
     ok = model_api_round (sedp, s.url, model_api, req, seconds, r, v[r]);
     if (ok)
-      fprintf (stderr, "e2e: model API round %d: items/s native protobuf %.0f, json %.0f, tfs "
-               "%.0f, deeprec %.0f\n", r + 1, v[r][0], v[r][1], v[r][2], v[r][3]);
+      fprintf (stderr, "e2e: model API round %d: items/s native protobuf %.0f, tfs %.0f, deeprec "
+               "%.0f\n", r + 1, v[r][MA_NATIVE_PB], v[r][MA_TFS], v[r][MA_DEEPREC]);
   }
   bench_server_stop (&s);
   if (ok)

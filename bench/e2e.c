@@ -26,8 +26,8 @@
  *    compared (json_over_protobuf_best_layouts).
  *    --json-only skips steps 4-6 (and 8).
  * 10. the model API against sedp's own protocol (e2e-model-api.h): the example's whole model
- *    served bare, its 300-item requests at one client as native protobuf, native JSON, TF
- *    Serving JSON and DeepRec protobuf, in --model-api-rounds interleaved rounds of
+ *    served bare, its 300-item requests at one client as native protobuf, TF Serving JSON and
+ *    DeepRec protobuf, in --model-api-rounds interleaved rounds of
  *    --json-round-seconds each (RESULT tfs_json_over_native, deeprec_over_native); after a
  *    full run, or alone with --model-api-only.
  * 9. --din: steps 1-6 on the DIN example instead (pipelines/ctr-din.pipeline over
