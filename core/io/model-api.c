@@ -219,6 +219,11 @@ ma_array_push_double (MaInputs *in, MaArray *a, double v, MaPath where, gconstpo
 {
   if (a->type != SEDP_COLUMN_INT64) {
     float f = (float) v;
+    if (G_UNLIKELY (isfinite (v) && !isfinite (f))) {
+      g_autofree char *path = where (ctx);
+      return sedp_protocol_invalid (error, "%s: %g is out of the range of the float32 input %s "
+                                    "(at most 3.4e38 in magnitude)", path, v, a->name);
+    }
     return push_value (in, a, &f, error);
   }
   /* int64: an integral value within range (2^63 is the first double past G_MAXINT64) */

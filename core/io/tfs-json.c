@@ -302,6 +302,8 @@ fast_number (TfsDecode *d, const char *p, size_t len)
     d->in->charged += sizeof (gint64);
   } else {
     float f = n.kind == NUM_INT ? (float) n.i : (float) n.d; /* as ma_array_push_int / _double */
+    if (G_UNLIKELY (isinf (f)))
+      return FALSE; /* past float32's range: the general path refuses it */
     memcpy (a->values + a->n_values * sizeof (float), &f, sizeof (float));
     d->in->charged += sizeof (float);
   }

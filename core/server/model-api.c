@@ -43,9 +43,10 @@ route_parse (const char *rest, Route *r)
   }
   g_auto (GStrv) parts = g_strsplit (s, "/", -1);
   guint n = g_strv_length (parts);
-  if (n == 2 && colon == NULL && strcmp (parts[1], "metadata") == 0) {
+  /* …/metadata after NAME, NAME/versions/V or NAME/labels/L (TF Serving's GetModelMetadata) */
+  if ((n == 2 || n == 4) && colon == NULL && strcmp (parts[n - 1], "metadata") == 0) {
     r->verb = g_strdup ("metadata");
-    n = 1;
+    n--;
   }
   if (n == 0 || *parts[0] == '\0' || (n != 1 && n != 3) ||
       (n == 3 && strcmp (parts[1], "versions") != 0 && strcmp (parts[1], "labels") != 0) ||

@@ -134,7 +134,7 @@ refused (const SedpModelApiSignature *s, const SedpProtocolLimits *limits, const
 /* ---- requests ---- */
 
 static const float f6[] = {1.5f, -2, 3, 4, 5.25f, 6};
-static const double dbl[] = {0.1, -1e300};
+static const double dbl[] = {0.1, -1e30}, huge[] = {1.0, -1e300, 2.0};
 static const double whole[] = {3.0, -4.0};
 static const gint32 i32[] = {-5, G_MAXINT32}, u8[] = {0, 255}, i16[] = {-32768, 7},
                     i8[] = {-128, 127};
@@ -183,7 +183,7 @@ check_every_dtype (Encoder enc)
   CU_ASSERT_FATAL (r.output_filter && g_strv_length (r.output_filter) == 1);
   CU_ASSERT_STRING_EQUAL (r.output_filter[0], "s");
   assert_floats (r.items, "f", 3, f6, 6);
-  const float d_want[] = {0.1f, -INFINITY}, i16_want[] = {-32768, 7};
+  const float d_want[] = {0.1f, -1e30f}, i16_want[] = {-32768, 7};
   assert_floats (r.items, "d", 1, d_want, 2);
   assert_floats (r.items, "i16", 1, i16_want, 2);
   const gint64 i32_want[] = {-5, G_MAXINT32}, u8_want[] = {0, 255}, i8_want[] = {-128, 127},
@@ -277,6 +277,8 @@ test_refused (void)
     {{"f", DT_STRING, DIMS (2), 2, .s = words}, "inputs.f: a string, but the input f is a "
                                                "float32 array"},
     {{"f", DT_FLOAT, DIMS (1, 3), 3, .f = f6}, "inputs.s: 2 rows, but the batch is 1"},
+    {{"f", DT_DOUBLE, DIMS (1, 3), 3, .d = huge}, "-1e+300 is out of the range of the float32 "
+                                                 "input f"},
   };
   for (guint k = 0; k < G_N_ELEMENTS (bad_f); k++) {
     Arr arrs[] = {bad_f[k].f, s2};

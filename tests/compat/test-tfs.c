@@ -249,6 +249,11 @@ test_refused_structure (void)
   refused (s, NULL, "{\"instances\": [", INVALID, "invalid JSON", NULL);
   refused (s, NULL, "{\"inputs\": {\"signal\": [[NaN, 1, 2, 3, 4]]}}", INVALID, "invalid JSON",
            NULL);
+  /* Past float32's range (first value in a list, then later in it: both paths of the decoder) */
+  refused (s, NULL, "{\"inputs\": {\"signal\": [[1e39, 1, 2, 3, 4]]}}", INVALID,
+           "1e+39 is out of the range of the float32 input signal", NULL);
+  refused (s, NULL, "{\"inputs\": {\"signal\": [[1, 2, -4e38, 3, 4]]}}", INVALID,
+           "-4e+38 is out of the range of the float32 input signal", NULL);
   refused (s, NULL, "{}", INVALID, "expected instances (row format) or inputs (columnar", NULL);
   refused (s, NULL, "{\"instances\": [], \"inputs\": {}}", INVALID, "instances: an empty list",
            NULL);

@@ -555,6 +555,12 @@ check_status_and_routes (guint port)
   get (port, "/v1/models/m/metadata", &r);
   assert_json_answer (&r, 200, metadata_m);
   resp_clear (&r);
+  get (port, "/v1/models/m/versions/1/metadata", &r); /* per version, as TF Serving */
+  assert_json_answer (&r, 200, metadata_m);
+  resp_clear (&r);
+  get (port, "/v1/models/m/versions/2/metadata", &r);
+  ASSERT_TFS_ERROR (&r, 404, "version '2' of model 'm' is not served");
+  resp_clear (&r);
   get (port, "/v1/models/m/versions/2", &r);
   ASSERT_TFS_ERROR (&r, 404, "version '2' of model 'm' is not served", "serves version 1");
   resp_clear (&r);
