@@ -1,4 +1,4 @@
-/* sedp model — ONNX models: info, eval, bench, synth, split (cmd-model-split.c), and model
+/* sedp model — ONNX models: info, eval, bench, synth, devices, split (cmd-model-split.c), and model
  * bundles: pack, verify, keygen, sign (cmd-model-bundle.c). */
 #include "cli.h"
 #include "cmd-model-bundle.h"
@@ -722,12 +722,41 @@ cmd_ops (int argc, char **argv)
   return 0;
 }
 
+/* ---- devices ---- */
+
+static int
+cmd_devices (int argc, char **argv)
+{
+  const GOptionEntry entries[] = {G_OPTION_ENTRY_NULL};
+  if (!sedp_cli_parse ("model devices", "",
+                       "Lists the OpenCL devices sedp sees, one line each: the index that "
+                       "selects the device for the OpenCL engine, \"PLATFORM: DEVICE\" (a "
+                       "unique part of it also names the device), the type, the global memory "
+                       "and the OpenCL C version.",
+                       entries, &argc, &argv))
+    return 2;
+  if (argc > 1) {
+    sedp_cli_error ("model devices", "takes no arguments (see --help)");
+    return 2;
+  }
+  g_autoptr (GError) error = NULL;
+  g_auto (GStrv) lines = sedp_nn_device_list (&error);
+  if (lines == NULL) {
+    sedp_cli_error ("model devices", error->message);
+    return 1;
+  }
+  for (guint i = 0; lines[i]; i++)
+    printf ("%s\n", lines[i]);
+  return 0;
+}
+
 /* ---- dispatch ---- */
 
 static const SedpCliCommand subs[] = {
   {"info", cmd_info, "Inputs, outputs, operators, parameters and FLOPs of an ONNX model"},
   {"eval", cmd_eval, "Run a model on TensorProto inputs, write TensorProto outputs"},
   {"ops", cmd_ops, "List the operators the engine runs (default domain)"},
+  {"devices", cmd_devices, "List the OpenCL devices sedp sees (the OpenCL engine's devices)"},
   {"bench", cmd_bench, "Measure rows/s and GFLOP/s on random inputs"},
   {"synth", cmd_synth, "Write a synthetic recommendation model (mlp, dlrm, dcn, deepfm, mmoe, wdl, dcnv2, dssm, esmm, ple, din, dien, bst)"},
   {"split", sedp_cmd_model_split, "Split a model into a cube of its embedding tables and a dense model"},

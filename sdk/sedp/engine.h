@@ -69,6 +69,8 @@ typedef enum {
   SEDP_NN_ERROR_UNSUPPORTED, /* operators, opsets, types or attributes the engine lacks */
   SEDP_NN_ERROR_SHAPE,       /* shapes that do not fit together */
   SEDP_NN_ERROR_INPUT,       /* request-time inputs of the wrong shape or type */
+  SEDP_NN_ERROR_DEVICE,      /* OpenCL: no platform or device, a bad device spec, a program that
+                              * does not build, device memory, a lost device (docs/opencl.md §7) */
 } SedpNnError;
 
 /**
@@ -180,10 +182,78 @@ SEDP_API gsize sedp_nn_plan_get_arena_size (const SedpNnPlan *plan);
 /* The compiled schedule, one line per kernel (for `sedp model info --verbose`). */
 SEDP_API void sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out);
 
+/**
+ * SedpNnDevice:
+ * An OpenCL device opened by the engine: its context and the engine's kernels built for it
+ * (docs/opencl.md). A process opens each device once: every sedp_nn_device_open() of the same
+ * device returns the same object, with one more reference. Reference counted; thread-safe to
+ * share between threads.
+ */
+typedef struct _SedpNnDevice SedpNnDevice;
+
+/**
+ * sedp_nn_device_open:
+ * @spec: (nullable): which device: NULL or "" for the first device of the first platform that
+ *   has one; "N" (digits only) for the N-th device over all platforms, in the order
+ *   sedp_nn_device_list() lists them (the ICD loader's: a GPU is not preferred silently); or a
+ *   case-insensitive substring of "PLATFORM: DEVICE" that exactly one device matches
+ * @error: return location for a #SEDP_NN_ERROR_DEVICE error
+ *
+ * Opens the device, or returns the one already open in this process (then with one more
+ * reference). Opening creates the device's context and builds the engine's program for it,
+ * once per process (≈ 0.7 s the first time on PoCL, ≈ 60 ms when its kernel cache is warm).
+ * Thread-safe: concurrent opens of one device build it once (opens are serialised).
+ *
+ * Returns: (transfer full): the device, or NULL with a #SEDP_NN_ERROR_DEVICE error: no OpenCL
+ *   platform; no device on any platform; "device = 5: out of range, there are 2 OpenCL
+ *   devices (0: …, 1: …)"; a name that matches none or several devices (listing them); a
+ *   context or a program that fails, naming the device and the OpenCL error, with the first
+ *   2 KB of the build log for a program; or "sedp was built without OpenCL (…)" when meson did
+ *   not find OpenCL and CLBlast.
+ */
+SEDP_API SedpNnDevice *sedp_nn_device_open (const char *spec, GError **error);
+
+/**
+ * sedp_nn_device_ref:
+ * Returns: (transfer full): @device, with one more reference. Thread-safe.
+ */
+SEDP_API SedpNnDevice *sedp_nn_device_ref (SedpNnDevice *device);
+
+/**
+ * sedp_nn_device_unref:
+ * Drops a reference; the last one closes the device (its program and context are released, and
+ * a later sedp_nn_device_open() opens it afresh). NULL is ignored. Thread-safe.
+ */
+SEDP_API void sedp_nn_device_unref (SedpNnDevice *device);
+
+/**
+ * sedp_nn_device_get_label:
+ * Returns: (transfer none): "N (PLATFORM: DEVICE)", e.g. "0 (Portable Computing Language:
+ *   pthread-skylake-avx512-…)": the index and names used in messages ("OpenCL device 0 (…)");
+ *   valid while @device is open. Thread-safe (immutable).
+ */
+SEDP_API const char *sedp_nn_device_get_label (const SedpNnDevice *device);
+
+/**
+ * sedp_nn_device_list:
+ * @error: return location for a #SEDP_NN_ERROR_DEVICE error
+ *
+ * Lists every OpenCL device of every platform, one line each, in the order the "N" of
+ * sedp_nn_device_open() counts them: "N  PLATFORM: DEVICE  TYPE  GLOBAL_MEM  OpenCL C
+ * VERSION" (e.g. "0  Portable Computing Language: pthread-…  CPU  4.5 GiB  OpenCL C 1.2
+ * PoCL"), for `sedp model devices`. Opens nothing. Thread-safe.
+ *
+ * Returns: (transfer full): a NULL-terminated array (free with g_strfreev), or NULL with a
+ *   #SEDP_NN_ERROR_DEVICE error when there is no OpenCL platform or no device, or when sedp was
+ *   built without OpenCL.
+ */
+SEDP_API char **sedp_nn_device_list (GError **error);
+
 /* Makes OpenBLAS single-threaded (the default inside stage workers) or use @threads threads. */
 SEDP_API void sedp_nn_set_blas_threads (int threads);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnModel, sedp_nn_model_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnTensor, sedp_nn_tensor_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SedpNnDevice, sedp_nn_device_unref)
 
 G_END_DECLS
