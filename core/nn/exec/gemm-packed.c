@@ -33,9 +33,8 @@ detect_isa (void)
   static Isa isa;
   if (g_once_init_enter (&once)) {
     __builtin_cpu_init ();
-    if (g_getenv ("SEDP_NN_NO_PACKED"))
-      isa = ISA_NONE;
-    else if (__builtin_cpu_supports ("avx512f"))
+    /* SEDP_NN_NO_PACKED is NnCompileOptions.no_pack: callers do not ask when it is set. */
+    if (__builtin_cpu_supports ("avx512f"))
       isa = ISA_AVX512;
     else if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma"))
       isa = ISA_AVX2;

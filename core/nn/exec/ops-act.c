@@ -21,7 +21,7 @@ nn_prepare_prelu (OpCtx *c, GError **error)
                    sedp_nn_dtype_name (slope->dtype));
     return FALSE;
   }
-  if (!nn_prepare_broadcast (c, 2, prelu_float, SEDP_NN_FLOAT, "prelu", error))
+  if (!nn_prepare_broadcast (c, 2, prelu_float, SEDP_NN_FLOAT, NN_ELEM_PRELU, "prelu", error))
     return FALSE;
   Value *y = op_out (c, 0);
   gboolean same = y->rank == x->rank;
@@ -38,24 +38,6 @@ nn_prepare_prelu (OpCtx *c, GError **error)
 }
 
 /* ---- the elementwise activations with attributes ---- */
-
-typedef enum {
-  PACT_SOFTPLUS,
-  PACT_SOFTSIGN,
-  PACT_ELU,
-  PACT_SELU,
-  PACT_CELU,
-  PACT_HARD_SIGMOID,
-  PACT_HARD_SWISH,
-  PACT_THRESHOLDED_RELU,
-} ParamAct;
-
-/* An activation step: the function and its attributes (no pointers: g_free). */
-typedef struct {
-  ParamAct act;
-  float alpha, beta; /* beta: HardSigmoid's beta, Selu's gamma */
-  gint64 n;
-} ParamActParams;
 
 /* The operators, their attributes' names and defaults (NULL: no such attribute). */
 static const struct {
@@ -137,6 +119,7 @@ nn_prepare_param_act (OpCtx *c, GError **error)
   p->n = x->numel;
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_param_act;
+  c->step->id = NN_KERNEL_PARAM_ACT;
   c->step->kernel = param_acts[k].op;
   c->step->flops = (double) p->n;
   return TRUE;

@@ -115,17 +115,11 @@ nn_prepare_gemm (OpCtx *c, GError **error)
   gint64 dims[2] = {p->M, p->N};
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, 2, dims);
   c->step->fn = nn_kernel_gemm;
+  c->step->id = NN_KERNEL_GEMM;
   c->step->kernel = "gemm";
   c->step->flops = 2.0 * (double) (p->M * p->N * p->K);
   return TRUE;
 }
-
-/* Batched MatMul with numpy broadcasting: one sgemm per matrix of the batch. */
-typedef struct {
-  gint64 batch, M, N, K;
-  gboolean trans_b;      /* B is stored [N, K] (a Transpose before the MatMul was folded in) */
-  gint64 *a_off, *b_off; /* element offsets of each matrix of the batch */
-} BatchedParams;
 
 /* C[M,N] = A[M,K] · B, for small matrices where a direct loop beats the call overhead of
  * sgemm (DLRM's pairwise interactions: 27 × 32 · 32 × 27 per row of the batch). B is copied
@@ -276,6 +270,7 @@ nn_prepare_matmul_as (OpCtx *c, int a_rank, const gint64 *a_dims, int b_rank, co
     p->beta = 1.0f;
     p->trans_b = trans_b;
     c->step->fn = nn_kernel_gemm;
+    c->step->id = NN_KERNEL_GEMM;
     c->step->kernel = "matmul";
     return TRUE;
   }
@@ -313,6 +308,7 @@ nn_prepare_matmul_as (OpCtx *c, int a_rank, const gint64 *a_dims, int b_rank, co
   }
   p->trans_b = trans_b;
   c->step->fn = kernel_matmul_batched;
+  c->step->id = NN_KERNEL_MATMUL_BATCHED;
   c->step->kernel = trans_b ? "matmul_batched_tb" : "matmul_batched";
   return TRUE;
 }
@@ -351,6 +347,7 @@ nn_fuse_transpose_into_matmul (Plan *p, Step *step)
   step->kernel = "matmul_batched_tb";
   nn_free_step_params (src);
   src->fn = kernel_nop;
+  src->id = NN_KERNEL_RETIRED;
   src->kernel = "folded";
   src->n_in = 0;
   src->n_out = 0;
@@ -364,6 +361,8 @@ void nn_free_step_params (Step *step);
 void
 nn_pack_weights (Plan *p)
 {
+  if (p->options.no_pack)
+    return;
   for (guint i = 0; i < p->steps->len; i++) {
     Step *s = &g_array_index (p->steps, Step, i);
     if (s->fn != nn_kernel_gemm)

@@ -4,15 +4,9 @@
 
 #include <math.h>
 
-/* X seen as [outer, len, inner] around one axis: a lane of len elements inner apart per
- * (outer, inner) index. */
-typedef struct {
-  gint64 outer, len, inner;
-} Lanes;
-
 /* The axis @a of @x (negative counted from the end) and the lanes along it. */
 static gboolean
-axis_lanes (OpCtx *c, const Value *x, gint64 a, gint64 *axis, Lanes *l, GError **error)
+axis_lanes (OpCtx *c, const Value *x, gint64 a, gint64 *axis, AxisLanes *l, GError **error)
 {
   *axis = nn_norm_axis (a, x->rank);
   if (*axis < 0 || *axis >= x->rank) {
@@ -58,12 +52,6 @@ const_int (OpCtx *c, guint k, const char *what, gint64 *out, GError **error)
 /* ---- ArgMax, ArgMin: the index of the first (or last) extreme along the axis; NaN is the
  * extreme of both, as numpy ---- */
 
-/* No pointers (g_free). */
-typedef struct {
-  Lanes l;
-  gboolean max, last, int64;
-} ArgParams;
-
 static inline gboolean
 arg_better_f (const ArgParams *p, float v, float b)
 {
@@ -81,7 +69,7 @@ arg_better_i (const ArgParams *p, gint64 v, gint64 b)
 #define ARG_LOOP(T, BETTER)                                                                     \
   NN_HOT static void arg_##T (const ArgParams *p, const T *x, gint64 *y)                        \
   {                                                                                             \
-    const Lanes *l = &p->l;                                                                     \
+    const AxisLanes *l = &p->l;                                                                 \
     for (gint64 o = 0; o < l->outer; o++)                                                       \
       for (gint64 i = 0; i < l->inner; i++) {                                                   \
         const T *px = x + o * l->len * l->inner + i;                                            \
@@ -140,6 +128,7 @@ nn_prepare_argmax (OpCtx *c, GError **error)
   shape_along (x, axis, nn_attr_int (c->node, "keepdims", 1) ? 1 : -1, &rank, dims);
   nn_set_shape (op_out (c, 0), SEDP_NN_INT64, rank, dims);
   c->step->fn = kernel_arg;
+  c->step->id = NN_KERNEL_ARG;
   c->step->kernel = p->max ? "argmax" : "argmin";
   c->step->flops = (double) x->numel;
   return TRUE;
@@ -147,14 +136,6 @@ nn_prepare_argmax (OpCtx *c, GError **error)
 
 /* ---- TopK: the k largest (or smallest) along the axis, sorted, ties to the lower index; NaN
  * after every number ---- */
-
-/* No pointers (g_free). */
-typedef struct {
-  Lanes l;
-  gint64 k;
-  gboolean largest, int64;
-  int scratch; /* position in the step's outputs of the scratch (a lane's indices) */
-} TopKParams;
 
 /* One lane being sorted: its first element, the stride, the order. */
 typedef struct {
@@ -187,7 +168,7 @@ static gboolean
 kernel_topk (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
   const TopKParams *p = s->params;
-  const Lanes *l = &p->l;
+  const AxisLanes *l = &p->l;
   gint64 *order = ptrs[s->out[p->scratch]], *yi = ptrs[s->out[1]];
   gsize es = p->int64 ? 8 : 4;
   for (gint64 o = 0; o < l->outer; o++)
@@ -232,6 +213,7 @@ nn_prepare_topk (OpCtx *c, GError **error)
   nn_set_shape (op_out (c, 1), SEDP_NN_INT64, rank, dims);
   p->scratch = nn_add_scratch (c, 2 * MAX (p->l.len, 1)); /* len int64 */
   c->step->fn = kernel_topk;
+  c->step->id = NN_KERNEL_TOPK;
   c->step->kernel = "topk";
   c->step->flops = (double) x->numel * MAX (1.0, log2 ((double) MAX (p->l.len, 1)));
   return TRUE;
@@ -239,16 +221,10 @@ nn_prepare_topk (OpCtx *c, GError **error)
 
 /* ---- CumSum: running sums along the axis, inclusive or exclusive, forward or reverse ---- */
 
-/* No pointers (g_free). */
-typedef struct {
-  Lanes l;
-  gboolean exclusive, reverse, int64;
-} CumSumParams;
-
 #define CUMSUM_LOOP(T)                                                                          \
   NN_HOT static void cumsum_##T (const CumSumParams *p, const T *x, T *y)                       \
   {                                                                                             \
-    const Lanes *l = &p->l;                                                                     \
+    const AxisLanes *l = &p->l;                                                                 \
     for (gint64 o = 0; o < l->outer; o++)                                                       \
       for (gint64 i = 0; i < l->inner; i++) {                                                   \
         gint64 off = o * l->len * l->inner + i;                                                 \
@@ -291,22 +267,13 @@ nn_prepare_cumsum (OpCtx *c, GError **error)
   p->int64 = x->dtype == SEDP_NN_INT64;
   nn_set_shape (op_out (c, 0), x->dtype, x->rank, x->dims);
   c->step->fn = kernel_cumsum;
+  c->step->id = NN_KERNEL_CUMSUM;
   c->step->kernel = "cumsum";
   c->step->flops = (double) x->numel;
   return TRUE;
 }
 
 /* ---- GatherElements: out[idx] = data[idx with idx[axis] = indices[idx]] ---- */
-
-/* The walk over the indices (no pointers: g_free). */
-typedef struct {
-  int rank, axis;
-  gint64 dims[SEDP_NN_MAX_RANK];     /* the indices' (and the output's) shape */
-  gint64 strides[SEDP_NN_MAX_RANK];  /* data's strides, 0 on the axis */
-  gint64 axis_len, axis_stride, numel;
-  gsize esize;
-  gboolean idx64;
-} GatherElementsParams;
 
 static gboolean
 kernel_gather_elements (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -366,7 +333,7 @@ nn_prepare_gather_elements (OpCtx *c, GError **error)
   GatherElementsParams *p = g_new0 (GatherElementsParams, 1);
   c->step->params = p;
   gint64 axis;
-  Lanes l;
+  AxisLanes l;
   if (!axis_lanes (c, x, nn_attr_int (c->node, "axis", 0), &axis, &l, error) ||
       !gather_elements_check (c, x, ix, axis, error))
     return FALSE;
@@ -382,6 +349,7 @@ nn_prepare_gather_elements (OpCtx *c, GError **error)
   p->idx64 = ix->dtype == SEDP_NN_INT64;
   nn_set_shape (op_out (c, 0), x->dtype, ix->rank, ix->dims);
   c->step->fn = kernel_gather_elements;
+  c->step->id = NN_KERNEL_GATHER_ELEMENTS;
   c->step->kernel = "gather_elements";
   return TRUE;
 }
@@ -389,14 +357,6 @@ nn_prepare_gather_elements (OpCtx *c, GError **error)
 /* ---- OneHot: indices → [..., depth at axis, ...] of values[1] at the index, values[0]
  * elsewhere; negative indices counted from depth, those outside [-depth, depth) give a row of
  * values[0] ---- */
-
-/* The output as [outer, depth, inner] (no pointers: g_free). */
-typedef struct {
-  gint64 outer, depth, inner;
-  SedpNnDType idtype;
-  gsize esize;
-  guint8 off[8], on[8]; /* values[0], values[1] */
-} OneHotParams;
 
 static gboolean
 kernel_onehot (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -468,19 +428,13 @@ nn_prepare_onehot (OpCtx *c, GError **error)
     dims[i] = i == axis ? p->depth : ix->dims[r++];
   nn_set_shape (op_out (c, 0), vals->dtype, ix->rank + 1, dims);
   c->step->fn = kernel_onehot;
+  c->step->id = NN_KERNEL_ONEHOT;
   c->step->kernel = "onehot";
   return TRUE;
 }
 
 /* ---- Trilu: the upper (j - i ≥ k) or lower (j - i ≤ k) triangle of the last two axes, zeros
  * elsewhere ---- */
-
-/* No pointers (g_free). */
-typedef struct {
-  gint64 batch, rows, cols, k;
-  gboolean upper;
-  gsize esize;
-} TriluParams;
 
 static gboolean
 kernel_trilu (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -528,6 +482,7 @@ nn_prepare_trilu (OpCtx *c, GError **error)
   p->k = CLAMP (p->k, -G_MAXINT32, G_MAXINT32); /* beyond the matrix either way: all or nothing */
   nn_set_shape (op_out (c, 0), x->dtype, x->rank, x->dims);
   c->step->fn = kernel_trilu;
+  c->step->id = NN_KERNEL_TRILU;
   c->step->kernel = "trilu";
   return TRUE;
 }

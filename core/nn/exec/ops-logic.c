@@ -35,12 +35,13 @@ BIN_LOOP (eq_bool, guint8, guint8, guint8, OP_BEQ)
 static const struct {
   const char *op;
   BroadcastFn f32, i64, i32, b8;
+  NnElemOp elem;
 } compare_ops[] = {
-  {"Equal", eq_float, eq_int64, eq_int32, eq_bool},
-  {"Less", lt_float, lt_int64, lt_int32, NULL},
-  {"Greater", gt_float, gt_int64, gt_int32, NULL},
-  {"LessOrEqual", le_float, le_int64, le_int32, NULL},
-  {"GreaterOrEqual", ge_float, ge_int64, ge_int32, NULL},
+  {"Equal", eq_float, eq_int64, eq_int32, eq_bool, NN_ELEM_EQUAL},
+  {"Less", lt_float, lt_int64, lt_int32, NULL, NN_ELEM_LESS},
+  {"Greater", gt_float, gt_int64, gt_int32, NULL, NN_ELEM_GREATER},
+  {"LessOrEqual", le_float, le_int64, le_int32, NULL, NN_ELEM_LESS_OR_EQUAL},
+  {"GreaterOrEqual", ge_float, ge_int64, ge_int32, NULL, NN_ELEM_GREATER_OR_EQUAL},
 };
 
 gboolean
@@ -61,7 +62,7 @@ nn_prepare_compare (OpCtx *c, GError **error)
                    compare_ops[k].b8 ? " (or bool)" : "");
     return FALSE;
   }
-  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_BOOL, "compare", error);
+  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_BOOL, compare_ops[k].elem, "compare", error);
 }
 
 /* ---- logic on bool ---- */
@@ -93,8 +94,11 @@ nn_prepare_logic (OpCtx *c, GError **error)
   if (!inputs_bool (c, 2, error))
     return FALSE;
   const char *op = c->node->op_type;
-  BroadcastFn fn = strcmp (op, "And") == 0 ? and_bool : strcmp (op, "Or") == 0 ? or_bool : xor_bool;
-  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_BOOL, "logic", error);
+  NnElemOp e = strcmp (op, "And") == 0  ? NN_ELEM_AND
+               : strcmp (op, "Or") == 0 ? NN_ELEM_OR
+                                        : NN_ELEM_XOR;
+  BroadcastFn fn = e == NN_ELEM_AND ? and_bool : e == NN_ELEM_OR ? or_bool : xor_bool;
+  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_BOOL, e, "logic", error);
 }
 
 NN_HOT static gboolean
@@ -116,18 +120,13 @@ nn_prepare_not (OpCtx *c, GError **error)
   Value *x = op_in (c, 0);
   nn_set_shape (op_out (c, 0), SEDP_NN_BOOL, x->rank, x->dims);
   c->step->fn = kernel_not;
+  c->step->id = NN_KERNEL_NOT;
   c->step->kernel = "not";
   c->step->flops = (double) x->numel;
   return TRUE;
 }
 
 /* ---- IsNaN, IsInf: float in, bool out ---- */
-
-/* What a step detects (no pointers: g_free). */
-typedef struct {
-  gboolean nan;          /* IsNaN; else IsInf: */
-  gboolean neg, pos;     /* detect_negative, detect_positive */
-} IsParams;
 
 NN_HOT static gboolean
 kernel_is (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -157,6 +156,7 @@ nn_prepare_is (OpCtx *c, GError **error)
   p->pos = nn_attr_int (c->node, "detect_positive", 1) != 0;
   nn_set_shape (op_out (c, 0), SEDP_NN_BOOL, x->rank, x->dims);
   c->step->fn = kernel_is;
+  c->step->id = NN_KERNEL_IS;
   c->step->kernel = p->nan ? "isnan" : "isinf";
   c->step->flops = (double) x->numel;
   return TRUE;
@@ -200,5 +200,5 @@ nn_prepare_where (OpCtx *c, GError **error)
     return FALSE;
   }
   BroadcastFn fn = esize == 1 ? where_guint8 : esize == 4 ? where_guint32 : where_guint64;
-  return nn_prepare_broadcast (c, 3, fn, x->dtype, "where", error);
+  return nn_prepare_broadcast (c, 3, fn, x->dtype, NN_ELEM_WHERE, "where", error);
 }

@@ -28,11 +28,12 @@ BIN_LOOP (div_int64, gint64, gint64, gint64, OP_IDIV)
 static const struct {
   const char *op;
   BroadcastFn f32, i64;
+  NnElemOp elem;
 } arith_ops[] = {
-  {"Add", add_float, add_int64},
-  {"Sub", sub_float, sub_int64},
-  {"Mul", mul_float, mul_int64},
-  {"Div", div_float, div_int64},
+  {"Add", add_float, add_int64, NN_ELEM_ADD},
+  {"Sub", sub_float, sub_int64, NN_ELEM_SUB},
+  {"Mul", mul_float, mul_int64, NN_ELEM_MUL},
+  {"Div", div_float, div_int64, NN_ELEM_DIV},
 };
 
 gboolean
@@ -46,7 +47,7 @@ nn_prepare_binary (OpCtx *c, GError **error)
   }
   guint k = NN_OP_ROW (c, arith_ops);
   BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? arith_ops[k].f32 : arith_ops[k].i64;
-  return nn_prepare_broadcast (c, 2, fn, a->dtype, "binary", error);
+  return nn_prepare_broadcast (c, 2, fn, a->dtype, arith_ops[k].elem, "binary", error);
 }
 
 /* ---- Mod: fmod (float, and int64 with fmod = 1: the dividend's sign) or the floored
@@ -76,7 +77,8 @@ nn_prepare_mod (OpCtx *c, GError **error)
     return FALSE;
   }
   BroadcastFn fn = a->dtype == SEDP_NN_FLOAT ? fmod_float : fmod ? fmod_int64 : mod_int64;
-  return nn_prepare_broadcast (c, 2, fn, a->dtype, fmod ? "fmod" : "mod", error);
+  return nn_prepare_broadcast (c, 2, fn, a->dtype, fmod ? NN_ELEM_FMOD : NN_ELEM_MOD,
+                               fmod ? "fmod" : "mod", error);
 }
 
 /* ---- Pow: a float base, a float, int64 or int32 exponent ---- */
@@ -125,7 +127,8 @@ nn_prepare_pow (OpCtx *c, GError **error)
                    : e->dtype == SEDP_NN_FLOAT ? pow_float
                    : e->dtype == SEDP_NN_INT64 ? pow_int64
                                                : pow_int32;
-  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_FLOAT,
+  NnElemOp op = fn == pow_2 ? NN_ELEM_POW2 : fn == pow_half ? NN_ELEM_POW_HALF : NN_ELEM_POW;
+  return nn_prepare_broadcast (c, 2, fn, SEDP_NN_FLOAT, op,
                                fn == pow_2 ? "pow2" : fn == pow_half ? "pow_half" : "pow", error);
 }
 
@@ -140,16 +143,6 @@ BIN_LOOP (max_float, float, float, float, OP_FMAX)
 BIN_LOOP (min_float, float, float, float, OP_FMIN)
 BIN_LOOP (max_int64, gint64, gint64, gint64, OP_IMAX)
 BIN_LOOP (min_int64, gint64, gint64, gint64, OP_IMIN)
-
-/* Folds the inputs left to right into the output: walk 0 combines inputs 0 and 1, walk k - 1
- * the output so far with input k; Mean divides by n at the end. */
-typedef struct {
-  guint n;
-  gsize esize;
-  BroadcastFn fn;
-  gboolean mean;
-  Broadcast walks[]; /* n - 1 */
-} VariadicParams;
 
 static gboolean
 kernel_variadic (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -171,11 +164,12 @@ kernel_variadic (const Plan *plan, const Step *s, gpointer const *ptrs, GError *
 static const struct {
   const char *op;
   BroadcastFn f32, i64;
+  NnElemOp elem;
 } variadic_ops[] = {
-  {"Sum", add_float, NULL},
-  {"Mean", add_float, NULL},
-  {"Max", max_float, max_int64},
-  {"Min", min_float, min_int64},
+  {"Sum", add_float, NULL, NN_ELEM_ADD},
+  {"Mean", add_float, NULL, NN_ELEM_ADD},
+  {"Max", max_float, max_int64, NN_ELEM_MAX},
+  {"Min", min_float, min_int64, NN_ELEM_MIN},
 };
 
 gboolean
@@ -212,22 +206,16 @@ nn_prepare_variadic (OpCtx *c, GError **error)
   p->n = n;
   p->esize = sedp_nn_dtype_size (x0->dtype);
   p->fn = x0->dtype == SEDP_NN_FLOAT ? variadic_ops[k].f32 : variadic_ops[k].i64;
+  p->op = variadic_ops[k].elem;
   p->mean = strcmp (c->node->op_type, "Mean") == 0;
   c->step->fn = kernel_variadic;
+  c->step->id = NN_KERNEL_VARIADIC;
   c->step->kernel = variadic_ops[k].op;
   c->step->flops = (double) y->numel;
   return TRUE;
 }
 
 /* ---- unary ---- */
-
-/* A unary step: @act over @n elements, of float (or of int64 for Neg and Abs). */
-typedef struct {
-  gint64 n;
-  Activation act;   /* float */
-  float alpha;      /* LeakyRelu */
-  gboolean int64;   /* Neg or Abs of int64 */
-} UnaryParams;
 
 NN_VECTORIZE NN_HOT void
 nn_map_activation (const float *x, float *y, gint64 n, Activation act, float leaky_alpha)
@@ -377,17 +365,13 @@ nn_prepare_unary (OpCtx *c, GError **error)
   p->n = x->numel;
   nn_set_shape (op_out (c, 0), x->dtype, x->rank, x->dims);
   c->step->fn = kernel_unary;
+  c->step->id = NN_KERNEL_UNARY;
   c->step->kernel = unary_ops[k].op;
   c->step->flops = (double) p->n;
   return TRUE;
 }
 
 /* ---- Clip (opset ≥ 11: min and max are optional inputs) ---- */
-
-typedef struct {
-  float lo, hi;
-  gint64 n;
-} ClipParams;
 
 NN_HOT static gboolean
 kernel_clip (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -435,21 +419,13 @@ nn_prepare_clip (OpCtx *c, GError **error)
   p->n = x->numel;
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_clip;
+  c->step->id = NN_KERNEL_CLIP;
   c->step->kernel = "clip";
   return TRUE;
 }
 
 /* ---- Softmax, LogSoftmax, Hardmax: along one axis (opset ≥ 13) or over the input coerced to
  * 2-D at the axis (before 13) ---- */
-
-/* One lane: @n elements @stride apart in @x, written at the same places in @y. */
-typedef void (*LaneFn) (const float *x, float *y, gint64 n, gint64 stride);
-
-/* [outer, axis_len, inner]: a lane per (outer, inner) index (no pointers: g_free). */
-typedef struct {
-  gint64 outer, axis_len, inner;
-  LaneFn lane;
-} SoftmaxParams;
 
 NN_VECTORIZE NN_HOT void
 nn_softmax_row (const float *x, float *y, gint64 n)
@@ -561,10 +537,11 @@ static const struct {
   LaneFn lane;
   const char *kernel;
   double flops;
+  SoftmaxKind kind;
 } softmax_ops[] = {
-  {"Softmax", softmax_lane, "softmax", 3},
-  {"LogSoftmax", log_softmax_lane, "log_softmax", 3},
-  {"Hardmax", hardmax_lane, "hardmax", 1},
+  {"Softmax", softmax_lane, "softmax", 3, SOFTMAX_PLAIN},
+  {"LogSoftmax", log_softmax_lane, "log_softmax", 3, SOFTMAX_LOG},
+  {"Hardmax", hardmax_lane, "hardmax", 1, SOFTMAX_HARD},
 };
 
 gboolean
@@ -595,19 +572,16 @@ nn_prepare_softmax (OpCtx *c, GError **error)
     p->inner = 1;
   }
   p->lane = softmax_ops[row].lane;
+  p->kind = softmax_ops[row].kind;
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_softmax;
+  c->step->id = NN_KERNEL_SOFTMAX;
   c->step->kernel = softmax_ops[row].kernel;
   c->step->flops = softmax_ops[row].flops * (double) x->numel;
   return TRUE;
 }
 
 /* ---- BatchNormalization (inference): y = x * a[c] + b[c] ---- */
-
-typedef struct {
-  gint64 n, channels, inner;
-  float *a, *b;
-} BatchNormParams;
 
 NN_HOT static gboolean
 kernel_batchnorm (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -667,17 +641,13 @@ nn_prepare_batchnorm (OpCtx *c, GError **error)
   p->inner = nn_numel (x->rank - 2, x->dims + 2);
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_batchnorm;
+  c->step->id = NN_KERNEL_BATCHNORM;
   c->step->kernel = "batchnorm";
   c->step->flops = 2.0 * (double) x->numel;
   return TRUE;
 }
 
 /* ---- Cast ---- */
-
-typedef struct {
-  SedpNnDType from, to;
-  gint64 n;
-} CastParams;
 
 double
 nn_load_double (SedpNnDType t, gconstpointer p, gint64 i)
@@ -749,6 +719,7 @@ nn_prepare_cast (OpCtx *c, GError **error)
   p->n = x->numel;
   nn_set_shape (op_out (c, 0), to, x->rank, x->dims);
   c->step->fn = kernel_cast;
+  c->step->id = NN_KERNEL_CAST;
   c->step->kernel = "cast";
   return TRUE;
 }

@@ -3,16 +3,6 @@
 
 #include <math.h>
 
-/* LayerNormalization: X seen as [rows, cols], cols the product of the normalised dimensions
- * (axis on). Scale and B are read as [cols]; one that broadcasts from a smaller shape is
- * expanded to [cols] at each run by its copy. No pointers: freed with g_free. */
-typedef struct {
-  gint64 rows, cols;
-  double epsilon;
-  gboolean expand_scale, expand_bias; /* broadcast: expanded by scale_copy / bias_copy */
-  CopyParams scale_copy, bias_copy;
-} LayerNormParams;
-
 /* Σ (x[i] - shift)^p for p = 1 or 2, in double, in 8 independent lanes (a fixed order the
  * compiler vectorises without reassociating). */
 static inline double
@@ -175,6 +165,7 @@ nn_prepare_layernorm (OpCtx *c, GError **error)
   p->epsilon = nn_attr_float (c->node, "epsilon", 1e-5f);
   nn_set_shape (op_out (c, 0), SEDP_NN_FLOAT, x->rank, x->dims);
   c->step->fn = kernel_layernorm;
+  c->step->id = NN_KERNEL_LAYERNORM;
   c->step->kernel = "layer_norm";
   c->step->flops = 8.0 * (double) x->numel;
   return TRUE;

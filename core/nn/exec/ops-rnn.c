@@ -11,25 +11,6 @@
 
 #define I64S(...) ((const gint64[]){__VA_ARGS__})
 
-/* A GRU step's parameters. Owns bias_x, bias_h and the references to the packed weights
- * (nn_free_rnn_params releases them); w and r point into the model's initializers. */
-typedef struct {
-  gint64 seq, batch, input, hidden;
-  int dirs;               /* 1, or 2 for bidirectional */
-  gboolean reverse;       /* direction "reverse" (dirs 1) */
-  gboolean layout;        /* 1: X [batch, seq, input], Y [batch, seq, dirs, H], Y_h [batch, dirs, H] */
-  gboolean lbr;           /* linear_before_reset */
-  Activation f[2], g[2];  /* per direction: the gates' activation, the candidate's */
-  float clip;             /* > 0: pre-activations clipped to [-clip, clip] */
-  const float *w, *r;     /* [dirs, 3H, input], [dirs, 3H, H] */
-  float *bias_x;          /* [dirs, 3H]: Wb, plus Rb for z and r (and h when !lbr) */
-  float *bias_h;          /* [dirs, 3H]: 0, 0, Rb_h (lbr only) */
-  PackedB *pw[2];         /* W_d [3H, input] packed, or NULL (cblas) */
-  PackedB *pr[2];         /* lbr: R_d [3H, H]; else R_d's z, r rows [2H, H] */
-  PackedB *prh[2];        /* !lbr: R_d's h rows [H, H] */
-  int scratch;            /* position of the scratch value in step->out */
-} GruParams;
-
 /* C[M, N] = A[M, K] · B[N, K]ᵀ + bias (a row of N, nullable): packed when @pb, else sgemm. */
 static void
 rnn_gemm (const float *a, gint64 M, gint64 K, const float *b, gint64 N, const PackedB *pb,
@@ -453,6 +434,7 @@ nn_prepare_gru (OpCtx *c, GError **error)
   GruParams *p = g_new0 (GruParams, 1);
   c->step->params = p;
   c->step->fn = kernel_gru; /* so that nn_free_rnn_params frees what p owns on failure */
+  c->step->id = NN_KERNEL_GRU;
   if (!gru_attributes (c, p, error) || !gru_shapes (c, p, error))
     return FALSE;
   p->w = const_param (c, 1, "W", error);
@@ -461,7 +443,8 @@ nn_prepare_gru (OpCtx *c, GError **error)
   if (p->r == NULL || (op_in (c, 3) && bias == NULL))
     return FALSE;
   gru_biases (p, bias);
-  gru_pack (p);
+  if (!c->plan->options.no_pack)
+    gru_pack (p);
   gru_outputs (c, p);
   p->scratch = nn_add_scratch (c, gru_scratch_floats (p->seq, p->batch, p->hidden));
   c->step->kernel = p->lbr ? "gru_lbr" : "gru";

@@ -6,15 +6,6 @@
 
 /* ---- Split ---- */
 
-/* X seen as [outer, total] split into chunks of [outer, chunk[k]]. No pointers (g_free). */
-typedef struct {
-  gint64 outer;
-  gsize esize;
-  guint n;
-  gint64 chunk[NN_MAX_OUT]; /* elements per outer index, per output */
-  gint64 total;             /* Σ chunk */
-} SplitParams;
-
 static gboolean
 kernel_split (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
 {
@@ -134,6 +125,7 @@ nn_prepare_split (OpCtx *c, GError **error)
       nn_set_shape (op_out (c, k), x->dtype, x->rank, dims);
   }
   c->step->fn = kernel_split;
+  c->step->id = NN_KERNEL_SPLIT;
   c->step->kernel = "split";
   return TRUE;
 }
@@ -200,6 +192,7 @@ nn_prepare_tile (OpCtx *c, GError **error)
   p->esize = sedp_nn_dtype_size (x->dtype);
   nn_set_shape (op_out (c, 0), x->dtype, x->rank, dims);
   c->step->fn = kernel_tile;
+  c->step->id = NN_KERNEL_TILE;
   c->step->kernel = "tile";
   return TRUE;
 }

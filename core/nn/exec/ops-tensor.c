@@ -311,6 +311,7 @@ nn_prepare_transpose (OpCtx *c, GError **error)
   p->esize = sedp_nn_dtype_size (x->dtype);
   nn_set_shape (op_out (c, 0), x->dtype, p->rank, p->dims);
   c->step->fn = kernel_strided_copy;
+  c->step->id = NN_KERNEL_STRIDED_COPY;
   c->step->kernel = "transpose";
   return TRUE;
 }
@@ -374,6 +375,7 @@ nn_prepare_slice (OpCtx *c, GError **error)
   p->esize = sedp_nn_dtype_size (x->dtype);
   nn_set_shape (op_out (c, 0), x->dtype, p->rank, p->dims);
   c->step->fn = kernel_strided_copy;
+  c->step->id = NN_KERNEL_STRIDED_COPY;
   c->step->kernel = "slice";
   return TRUE;
 }
@@ -399,19 +401,12 @@ nn_prepare_expand (OpCtx *c, GError **error)
   p->esize = sedp_nn_dtype_size (x->dtype);
   nn_set_shape (op_out (c, 0), x->dtype, p->rank, p->dims);
   c->step->fn = kernel_strided_copy;
+  c->step->id = NN_KERNEL_STRIDED_COPY;
   c->step->kernel = "expand";
   return TRUE;
 }
 
 /* ---- Concat ---- */
-
-typedef struct {
-  gint64 outer;
-  gsize esize;
-  guint n;
-  gint64 chunk[NN_MAX_IN]; /* elements per outer index, per input */
-  gint64 total;            /* Σ chunk */
-} ConcatParams;
 
 static gboolean
 kernel_concat (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -469,17 +464,12 @@ nn_prepare_concat (OpCtx *c, GError **error)
   }
   nn_set_shape (op_out (c, 0), x0->dtype, x0->rank, dims);
   c->step->fn = kernel_concat;
+  c->step->id = NN_KERNEL_CONCAT;
   c->step->kernel = "concat";
   return TRUE;
 }
 
 /* ---- Gather ---- */
-
-typedef struct {
-  gint64 outer, axis_len, inner, n_idx;
-  gsize esize;
-  gboolean idx64;
-} GatherParams;
 
 static gboolean
 kernel_gather (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -537,6 +527,7 @@ nn_prepare_gather (OpCtx *c, GError **error)
     dims[r++] = x->dims[i];
   nn_set_shape (op_out (c, 0), x->dtype, r, dims);
   c->step->fn = kernel_gather;
+  c->step->id = NN_KERNEL_GATHER;
   c->step->kernel = "gather";
   return TRUE;
 }
@@ -584,11 +575,6 @@ nn_kernel_embedding_bag (const Plan *plan, const Step *s, gpointer const *ptrs, 
 /* ---- Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
  * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp ---- */
 
-typedef enum {
-  RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L2, RED_SUM_SQUARE, RED_LOG_SUM_EXP,
-  RED_L1, RED_LOG_SUM,
-} ReduceOp;
-
 /* Each reduction: its kernel name, and the opset from which `axes` is an input. */
 static const struct {
   const char *op_type;
@@ -607,20 +593,6 @@ static const struct {
   {"ReduceL1", RED_L1, "reduce_l1", 18},
   {"ReduceLogSum", RED_LOG_SUM, "reduce_log_sum", 18},
 };
-
-/* A reduction's parameters (no pointers: freed with g_free). */
-typedef struct {
-  ReduceOp op;
-  gint64 outer, red, inner; /* contiguous case: [outer, red, inner] → [outer, inner] */
-  /* general case (reduced axes not adjacent, or int64): each input element's output offset */
-  gboolean general;
-  gboolean int64;           /* int64 ReduceMax/Min (always the general case) */
-  int rank;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  gint64 out_strides[SEDP_NN_MAX_RANK]; /* 0 on reduced axes */
-  gint64 out_numel, in_numel;
-  double divisor;           /* elements per output (ReduceMean) */
-} ReduceParams;
 
 /* The value of a reduction over nothing: 0 for sums, ±∞ for Max/Min, 1 for Prod. */
 static double
@@ -920,6 +892,7 @@ nn_prepare_reduce (OpCtx *c, GError **error)
   reduce_layout (p, x, red);
   nn_set_shape (op_out (c, 0), x->dtype, r, dims);
   c->step->fn = kernel_reduce;
+  c->step->id = NN_KERNEL_REDUCE;
   c->step->kernel = reduce_ops[k].kernel;
   c->step->flops = (double) x->numel;
   return TRUE;

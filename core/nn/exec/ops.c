@@ -192,11 +192,30 @@ nn_broadcast_set (Broadcast *b, int rank, const gint64 *dims, guint n, Value *co
     nn_broadcast_strides (in[k]->rank, in[k]->dims, rank, dims, b->strides[k]);
 }
 
-/* A step of nn_prepare_broadcast: the walk and the loop over it. */
-typedef struct {
-  Broadcast b;
-  BroadcastFn fn;
-} BroadcastParams;
+/* The kernel id of a broadcast step computing @op. */
+static NnKernelId
+broadcast_id (NnElemOp op)
+{
+  switch (op) {
+  case NN_ELEM_ADD: case NN_ELEM_SUB: case NN_ELEM_MUL: case NN_ELEM_DIV:
+    return NN_KERNEL_BINARY;
+  case NN_ELEM_EQUAL: case NN_ELEM_LESS: case NN_ELEM_GREATER: case NN_ELEM_LESS_OR_EQUAL:
+  case NN_ELEM_GREATER_OR_EQUAL:
+    return NN_KERNEL_COMPARE;
+  case NN_ELEM_AND: case NN_ELEM_OR: case NN_ELEM_XOR:
+    return NN_KERNEL_LOGIC;
+  case NN_ELEM_FMOD: case NN_ELEM_MOD:
+    return NN_KERNEL_MOD;
+  case NN_ELEM_POW: case NN_ELEM_POW2: case NN_ELEM_POW_HALF:
+    return NN_KERNEL_POW;
+  case NN_ELEM_PRELU:
+    return NN_KERNEL_PRELU;
+  case NN_ELEM_WHERE:
+    return NN_KERNEL_WHERE;
+  default: /* MAX, MIN: variadic only */
+    return NN_KERNEL_UNKNOWN;
+  }
+}
 
 static gboolean
 kernel_broadcast (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)
@@ -208,10 +227,10 @@ kernel_broadcast (const Plan *plan, const Step *s, gpointer const *ptrs, GError 
 }
 
 gboolean
-nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype, const char *kernel,
-                      GError **error)
+nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype, NnElemOp op,
+                      const char *kernel, GError **error)
 {
-  Value *in[NN_BCAST_MAX_IN];
+  Value *in[NN_BCAST_MAX_IN] = {NULL};
   for (guint k = 0; k < n; k++)
     in[k] = op_in (c, k);
   BroadcastParams *p = g_new0 (BroadcastParams, 1);
@@ -222,8 +241,13 @@ nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype, cons
     return FALSE;
   nn_broadcast_set (&p->b, rank, dims, n, in);
   p->fn = fn;
+  p->op = op;
+  for (guint k = 0; k < n; k++)
+    p->in_dtype[k] = in[k]->dtype;
+  p->out_dtype = dtype;
   nn_set_shape (op_out (c, 0), dtype, rank, dims);
   c->step->fn = kernel_broadcast;
+  c->step->id = broadcast_id (op);
   c->step->kernel = kernel;
   c->step->flops = (double) p->b.numel;
   return TRUE;

@@ -72,28 +72,10 @@ nn_norm_axis (gint64 axis, int rank)
   return axis < 0 ? axis + rank : axis;
 }
 
-/* A strided copy (ops-tensor.c): out[idx] = src[base + Σ idx[d] * strides[d]], out contiguous
- * of shape dims (Transpose, Slice, Expand, Tile, broadcast operands). */
-typedef struct {
-  int rank;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  gint64 strides[SEDP_NN_MAX_RANK]; /* in source elements, per output axis */
-  gint64 base;
-  gint64 numel;
-  gsize esize;
-} CopyParams;
 void nn_strided_copy (const CopyParams *p, const guint8 *src, guint8 *dst);
 /* Row-major strides (in elements) of a contiguous tensor of shape @dims. */
 void nn_contiguous_strides (int rank, const gint64 *dims, gint64 *strides);
 
-/* Fused embedding lookup with pooling: Gather(table, ids) → ReduceSum/Mean over the ids axis. */
-typedef struct {
-  gint64 rows;   /* table rows */
-  gint64 dim;    /* table columns */
-  gint64 bags;   /* output rows */
-  gint64 per_bag;
-  gboolean mean;
-} EmbeddingBagParams;
 gboolean nn_kernel_embedding_bag (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
 
 /* The row of a table of operators (an array of structs whose first field is `const char *op`)
@@ -104,18 +86,6 @@ gboolean nn_kernel_embedding_bag (const Plan *plan, const Step *step, gpointer c
 guint nn_op_row (const char *op_type, const char *const *first, gsize stride, guint n);
 
 /* ---- elementwise operators with numpy broadcasting (ops.c, ops-math.c) ---- */
-
-/* The most operands one broadcast walk reads (Where's three). */
-#define NN_BCAST_MAX_IN 3
-
-/* A walk over a broadcast output: its shape, and each operand's element strides in the
- * output's index space (0 along the axes it is broadcast over; nn_broadcast_strides). */
-typedef struct {
-  int rank;
-  gint64 dims[SEDP_NN_MAX_RANK];
-  gint64 numel;
-  gint64 strides[NN_BCAST_MAX_IN][SEDP_NN_MAX_RANK];
-} Broadcast;
 
 /* The numpy broadcast shape of the @n values @in; FALSE with a SEDP_NN_ERROR_SHAPE error naming
  * every shape when they do not broadcast. */
@@ -146,10 +116,6 @@ nn_broadcast_next_row (const Broadcast *b, guint n, gint64 *idx, gint64 *off)
 /* The length of a walk's rows (its last axis) and operand @k's stride along it (0 or 1). */
 #define NN_BCAST_INNER(b) ((b)->rank ? (b)->dims[(b)->rank - 1] : 1)
 #define NN_BCAST_ISTRIDE(b, k) ((b)->rank ? (b)->strides[k][(b)->rank - 1] : 0)
-
-/* An elementwise kernel over a walk: y = f (a, b[, c]) (c is NULL for two operands). */
-typedef void (*BroadcastFn) (const Broadcast *p, gconstpointer a, gconstpointer b, gconstpointer c,
-                             gpointer y);
 
 /* BIN_LOOP (NAME, TA, TB, TY, OPX) defines the BroadcastFn NAME: y = OPX (a, b) for operands of
  * types TA and TB and a result of type TY, with a loop per row for each of the four cases of
@@ -184,8 +150,9 @@ typedef void (*BroadcastFn) (const Broadcast *p, gconstpointer a, gconstpointer 
   }
 
 /* Prepares a step that runs @fn over the broadcast of its first @n inputs into one output of
- * @dtype (kernel name @kernel, one FLOP per output element). */
-gboolean nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype,
+ * @dtype (@op: what @fn computes, which gives the step's kernel id; kernel name @kernel; one FLOP
+ * per output element). */
+gboolean nn_prepare_broadcast (OpCtx *c, guint n, BroadcastFn fn, SedpNnDType dtype, NnElemOp op,
                                const char *kernel, GError **error);
 
 /* Softmax of @n contiguous values (the usual last axis; @y may be @x): e^(x − max) vectorized

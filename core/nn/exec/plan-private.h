@@ -1,11 +1,9 @@
 /* sedp — executor internals: values, steps (kernels), the plan, the operator table. */
 #pragma once
 
-#include "../plan.h"
+#include "params.h"
 
 #include <string.h>
-
-#define NN_MAX_IN 256
 
 /* Hot loops are compiled for AVX-512, AVX2 and a baseline, and the best one the CPU runs is
  * picked when the library loads (GCC function multi-versioning). */
@@ -14,8 +12,6 @@
 #else
 #define NN_HOT
 #endif
-/* The most outputs a node may have (Split into heads or gates: a step's out[] is this long). */
-#define NN_MAX_OUT 64
 #define NN_ALIGN 64
 
 typedef enum {
@@ -47,12 +43,33 @@ typedef struct {
 typedef struct _Plan Plan;
 typedef struct _Step Step;
 
+/**
+ * NnCompileOptions:
+ * How nn_plan_compile builds a plan. All FALSE is the CPU engine's plan; another engine that
+ * reuses the compiled plan (the OpenCL lowering, docs/opencl.md §2.3) sets what it needs.
+ * nn_compile_options_from_env() maps the environment variables onto them.
+ */
+typedef struct {
+  gboolean no_fuse_attention; /* keep target and self attention as separate steps
+                               * (SEDP_NN_NO_FUSE_ATTENTION) */
+  gboolean no_pack;           /* no packed copies of constant weights (gemm-packed.c): every
+                               * product on OpenBLAS (SEDP_NN_NO_PACKED) */
+  gboolean lazy_arena;        /* the arena is only reserved (mmap, MAP_NORESERVE) whatever its size,
+                               * so that no page is resident until a run touches it */
+} NnCompileOptions;
+
+/* The options the CPU engine compiles with: SEDP_NN_NO_FUSE_ATTENTION and SEDP_NN_NO_PACKED set
+ * in the environment (any value) set no_fuse_attention and no_pack; lazy_arena is FALSE. Read at
+ * each call (plan time only). Thread-safe as g_getenv is. */
+void nn_compile_options_from_env (NnCompileOptions *opts);
+
 /* A kernel: computes the step's outputs from its inputs. @ptrs holds every value's data. */
 typedef gboolean (*KernelFn) (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
 
 struct _Step {
   KernelFn fn;
   const char *kernel;   /* kernel name, for describe */
+  NnKernelId id;        /* which kernel fn is, and what params points to (params.h); set with fn */
   const SedpNnNode *node;
   guint n_in;
   int in[NN_MAX_IN];    /* value indexes; -1 for an omitted optional input */
@@ -84,6 +101,7 @@ struct _Plan {
   GArray *wanted;       /* while compiling: graph input indexes (guint) whose values a node needed
                          * at plan time (nn_require_const); read by plan-special.c */
   struct _Special *special; /* non-NULL: a shell plan specialised at run time (plan-special.c) */
+  NnCompileOptions options; /* what it was compiled with (a shell: what its plans compile with) */
 };
 
 /* The builder's view while compiling one node. */
@@ -182,40 +200,6 @@ void nn_broadcast_strides (int r, const gint64 *d, int rank, const gint64 *out_d
 
 /* ---- kernels' entry points used by fusion (kernels-gemm.c) ---- */
 
-/* Elementwise float functions: the activations a Gemm/MatMul step may apply to its output, and
- * the unary operators of ops-math.c. */
-typedef enum {
-  ACT_NONE = 0,
-  ACT_RELU,
-  ACT_SIGMOID,
-  ACT_TANH,
-  ACT_LEAKY_RELU,
-  ACT_EXP,
-  ACT_LOG,
-  ACT_SQRT,
-  ACT_NEG,
-  ACT_ABS,
-  ACT_RECIPROCAL,
-  ACT_ERF,
-  ACT_FLOOR,
-  ACT_CEIL,
-  ACT_SIGN,
-  ACT_SIN,
-  ACT_COS,
-  ACT_ROUND,
-} Activation;
-
-/* Y[M,N] = act(alpha * op(A) op(B) + bias) where bias (nullable) broadcasts to [M,N]. */
-typedef struct {
-  gboolean trans_a, trans_b;
-  gint64 M, N, K;
-  float alpha, beta;
-  int bias_kind;      /* 0 none, 1 scalar, 2 row [N], 3 column [M], 4 full [M,N] */
-  Activation act;
-  float leaky_alpha;
-  struct _PackedB *packed; /* B packed once, when it is a constant (gemm-packed.c) */
-} GemmParams;
-
 gboolean nn_kernel_gemm (const Plan *plan, const Step *step, gpointer const *ptrs, GError **error);
 /* y = act (x), elementwise over @n floats; @y may be @x. nn_apply_activation works in place. */
 void nn_map_activation (const float *x, float *y, gint64 n, Activation act, float leaky_alpha);
@@ -233,12 +217,16 @@ void nn_free_rnn_params (Step *step);
 
 /* ---- compiling (plan.c) and plans specialised on parameters given at run time (plan-special.c) ---- */
 
-/* Compiles @model at @batch. @param_data (nullable, one entry per graph input) gives the values
- * of the graph inputs the plan is specialised on: those inputs become constants (copied). When a
- * node needs the value of another graph input, its index is added to @wanted (nullable) and the
- * compile fails. */
-Plan *nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GArray *wanted,
-                       GError **error);
+/* Compiles @model at @batch with @opts. @param_data (nullable, one entry per graph input) gives
+ * the values of the graph inputs the plan is specialised on: those inputs become constants
+ * (copied). When a node needs the value of another graph input, its index is added to @wanted
+ * (nullable) and the compile fails. */
+Plan *nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
+                       gconstpointer const *param_data, GArray *wanted, GError **error);
+/* sedp_nn_plan_new with @opts instead of the environment's (a plan specialised at run time
+ * compiles its plans with them too). Same contract otherwise. */
+Plan *nn_plan_new_with_options (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
+                                GError **error);
 /* Checks a run's inputs against the plan's dtypes and shapes. */
 gboolean nn_plan_check_inputs (const Plan *p, guint n_inputs, const SedpNnTensor *inputs, GError **error);
 
@@ -257,13 +245,14 @@ void nn_special_free (Special *special);
 
 /* Target attention (fuse-attention.c): a Gemm over Concat(Expand(q), K, E − K, E ⊙ K, …) becomes
  * one kernel that computes q's share once per row. Run on the steps before packing; off with
- * SEDP_NN_NO_FUSE_ATTENTION in the environment. */
+ * the plan's options.no_fuse_attention (SEDP_NN_NO_FUSE_ATTENTION in the environment). */
 void nn_fuse_target_attention (Plan *p);
 /* Multi-head self-attention (fuse-attention.c): MatMul (Q, Kᵀ) → Div or Mul by a scalar → Where
  * or Add mask → Softmax → MatMul (·, V), with the head Transposes around it, becomes one kernel
- * that keeps each row of scores in registers. Off with SEDP_NN_NO_FUSE_ATTENTION too. */
+ * that keeps each row of scores in registers. Off with options.no_fuse_attention too. */
 void nn_fuse_self_attention (Plan *p);
 void nn_free_target_attention (Step *step);
 
-/* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans). */
+/* Packs the constant weights of every Gemm/MatMul step of @p (shared by all plans); nothing with
+ * the plan's options.no_pack. */
 void nn_pack_weights (Plan *p);

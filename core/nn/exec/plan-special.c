@@ -123,7 +123,8 @@ special_compile (Plan *shell, const SedpNnTensor *inputs, GError **error)
     }
     g_autoptr (GArray) wanted = g_array_new (FALSE, FALSE, sizeof (guint));
     g_autoptr (GError) local = NULL;
-    Plan *p = nn_plan_compile (shell->model, shell->batch, param_data, wanted, &local);
+    Plan *p = nn_plan_compile (shell->model, shell->batch, &shell->options, param_data, wanted,
+                               &local);
     if (p != NULL)
       return p;
     gboolean grew = FALSE;

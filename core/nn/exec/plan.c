@@ -66,17 +66,71 @@ sedp_nn_model_check (const SedpNnModel *model, GError **error)
   return FALSE;
 }
 
+void
+nn_compile_options_from_env (NnCompileOptions *opts)
+{
+  *opts = (NnCompileOptions){
+    .no_fuse_attention = g_getenv ("SEDP_NN_NO_FUSE_ATTENTION") != NULL,
+    .no_pack = g_getenv ("SEDP_NN_NO_PACKED") != NULL,
+  };
+}
+
+const char *
+nn_kernel_id_name (NnKernelId id)
+{
+  static const char *const names[NN_KERNEL_N] = {
+    [NN_KERNEL_UNKNOWN] = "unknown",
+    [NN_KERNEL_GEMM] = "gemm",
+    [NN_KERNEL_MATMUL_BATCHED] = "matmul_batched",
+    [NN_KERNEL_BINARY] = "binary",
+    [NN_KERNEL_COMPARE] = "compare",
+    [NN_KERNEL_LOGIC] = "logic",
+    [NN_KERNEL_MOD] = "mod",
+    [NN_KERNEL_POW] = "pow",
+    [NN_KERNEL_PRELU] = "prelu",
+    [NN_KERNEL_WHERE] = "where",
+    [NN_KERNEL_VARIADIC] = "variadic",
+    [NN_KERNEL_UNARY] = "unary",
+    [NN_KERNEL_PARAM_ACT] = "param_act",
+    [NN_KERNEL_CLIP] = "clip",
+    [NN_KERNEL_CAST] = "cast",
+    [NN_KERNEL_NOT] = "not",
+    [NN_KERNEL_IS] = "is",
+    [NN_KERNEL_SOFTMAX] = "softmax",
+    [NN_KERNEL_BATCHNORM] = "batchnorm",
+    [NN_KERNEL_LAYERNORM] = "layer_norm",
+    [NN_KERNEL_REDUCE] = "reduce",
+    [NN_KERNEL_EMBEDDING_BAG] = "embedding_bag",
+    [NN_KERNEL_GATHER] = "gather",
+    [NN_KERNEL_GATHER_ELEMENTS] = "gather_elements",
+    [NN_KERNEL_STRIDED_COPY] = "strided_copy",
+    [NN_KERNEL_TILE] = "tile",
+    [NN_KERNEL_CONCAT] = "concat",
+    [NN_KERNEL_SPLIT] = "split",
+    [NN_KERNEL_ARG] = "arg",
+    [NN_KERNEL_TOPK] = "topk",
+    [NN_KERNEL_CUMSUM] = "cumsum",
+    [NN_KERNEL_ONEHOT] = "onehot",
+    [NN_KERNEL_TRILU] = "trilu",
+    [NN_KERNEL_GRU] = "gru",
+    [NN_KERNEL_TARGET_ATTENTION] = "target_attention",
+    [NN_KERNEL_SELF_ATTENTION] = "self_attention",
+    [NN_KERNEL_RETIRED] = "retired",
+  };
+  return (guint) id < NN_KERNEL_N && names[id] ? names[id] : "unknown";
+}
+
 /* Arenas of at least this size are mapped, not taken from the heap. */
 #define ARENA_MAP_MIN ((gsize) 1 << 20)
 
 /* The plan's zeroed arena of @size bytes. A large one is mapped (anonymous memory is zero and
  * lazily backed), so that a model whose plan asks for gigabytes costs nothing until a run
  * touches them: `sedp model info` of a hostile file stays instant, and a plan's resident memory
- * is what its runs use. */
+ * is what its runs use. With options.lazy_arena every arena is mapped. */
 static gboolean
 plan_arena_alloc (Plan *p, gsize size, GError **error)
 {
-  if (size < ARENA_MAP_MIN) {
+  if (size < ARENA_MAP_MIN && !p->options.lazy_arena) {
     p->arena = g_aligned_alloc0 (size, 1, NN_ALIGN);
     return TRUE;
   }
@@ -394,6 +448,7 @@ try_embedding_bag (Plan *p, const SedpNnNode *node, Step *step)
   nn_free_step_params (src);
   src->params = ep;
   src->fn = nn_kernel_embedding_bag;
+  src->id = NN_KERNEL_EMBEDDING_BAG;
   src->kernel = mean ? "embedding_bag_mean" : "embedding_bag_sum";
   src->flops = (double) (ep->bags * ep->per_bag * ep->dim);
   src->out[0] = step->out[0];
@@ -519,11 +574,13 @@ resolve_pointers (Plan *p)
 /* The plan's values (initializers, graph inputs, node outputs) with the graph inputs bound:
  * every step of compiling before the nodes. NULL with @error on a malformed graph. */
 static Plan *
-plan_start (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GError **error)
+plan_start (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
+            gconstpointer const *param_data, GError **error)
 {
   Plan *p = g_new0 (Plan, 1);
   p->model = sedp_nn_model_ref (model);
   p->batch = batch;
+  p->options = *opts;
   p->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   p->steps = g_array_new (FALSE, TRUE, sizeof (Step));
   guint cap = model->n_inputs + model->n_initializers + 1;
@@ -590,11 +647,11 @@ fail:
 }
 
 Plan *
-nn_plan_compile (SedpNnModel *model, gint64 batch, gconstpointer const *param_data, GArray *wanted,
-                 GError **error)
+nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
+                 gconstpointer const *param_data, GArray *wanted, GError **error)
 {
   g_autofree guint *order = NULL;
-  Plan *p = plan_start (model, batch, param_data, error);
+  Plan *p = plan_start (model, batch, opts, param_data, error);
   if (p == NULL)
     return NULL;
   p->wanted = wanted;
@@ -732,6 +789,15 @@ fail:
 SedpNnPlan *
 sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
 {
+  NnCompileOptions opts;
+  nn_compile_options_from_env (&opts);
+  return (SedpNnPlan *) nn_plan_new_with_options (model, batch, &opts, error);
+}
+
+Plan *
+nn_plan_new_with_options (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
+                          GError **error)
+{
   g_return_val_if_fail (model != NULL, NULL);
   if (batch < 1 || batch > (1 << 24)) {
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INPUT, "batch %" G_GINT64_FORMAT
@@ -742,14 +808,14 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
     return NULL;
   g_autoptr (GArray) wanted = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr (GError) local = NULL;
-  Plan *p = nn_plan_compile (model, batch, NULL, wanted, &local);
+  Plan *p = nn_plan_compile (model, batch, opts, NULL, wanted, &local);
   if (p != NULL)
-    return (SedpNnPlan *) p;
+    return p;
   /* A node needed the value of a graph input: a plan specialised on it at run time. */
-  if (wanted->len > 0 && (p = plan_start (model, batch, NULL, NULL)) != NULL) {
+  if (wanted->len > 0 && (p = plan_start (model, batch, opts, NULL, NULL)) != NULL) {
     g_autoptr (GError) refusal = NULL;
     if (nn_special_attach (p, wanted, &refusal))
-      return (SedpNnPlan *) p;
+      return p;
     sedp_nn_plan_free ((SedpNnPlan *) p);
     g_propagate_error (error, g_steal_pointer (&refusal)); /* names the input, says what to do */
     return NULL;
