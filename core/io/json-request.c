@@ -165,12 +165,8 @@ fail (JsonDecode *d, gint code, const char *format, ...)
     return 0;
   va_list args;
   va_start (args, format);
-  g_autofree char *msg = g_strdup_vprintf (format, args);
+  sedp_protocol_error_valist (&d->error, code, format, args);
   va_end (args);
-  if (code == SEDP_PROTOCOL_ERROR_LIMIT)
-    sedp_protocol_over_limit (&d->error, "%s", msg);
-  else
-    sedp_protocol_invalid (&d->error, "%s", msg);
   return 0;
 }
 
@@ -823,7 +819,6 @@ static const SedpJsonCallbacks callbacks = {
   .on_start_array = on_start_array,
   .on_end_array = on_end_array,
 };
-
 
 /* What only the whole request can tell. */
 static gboolean

@@ -13,8 +13,8 @@ struct RowColumn {
   RowValue *vals;  /* cap_rows of them; SRC_NONE where missing */
 };
 
-static gboolean G_GNUC_PRINTF (3, 0)
-protocol_error (GError **error, gint code, const char *format, va_list args)
+gboolean
+sedp_protocol_error_valist (GError **error, gint code, const char *format, va_list args)
 {
   g_autofree char *msg = g_strdup_vprintf (format, args);
   g_set_error (error, SEDP_PROTOCOL_ERROR, code, "invalid request: %s", msg);
@@ -26,7 +26,7 @@ sedp_protocol_invalid (GError **error, const char *format, ...)
 {
   va_list args;
   va_start (args, format);
-  protocol_error (error, SEDP_PROTOCOL_ERROR_INVALID, format, args);
+  sedp_protocol_error_valist (error, SEDP_PROTOCOL_ERROR_INVALID, format, args);
   va_end (args);
   return FALSE;
 }
@@ -36,7 +36,7 @@ sedp_protocol_over_limit (GError **error, const char *format, ...)
 {
   va_list args;
   va_start (args, format);
-  protocol_error (error, SEDP_PROTOCOL_ERROR_LIMIT, format, args);
+  sedp_protocol_error_valist (error, SEDP_PROTOCOL_ERROR_LIMIT, format, args);
   va_end (args);
   return FALSE;
 }

@@ -115,5 +115,9 @@ gboolean sedp_protocol_check_id (guint64 id, gint64 row, GError **error);
 
 /* Sets @error: SEDP_PROTOCOL_ERROR_LIMIT, "invalid request: " and the message. */
 gboolean sedp_protocol_over_limit (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* The same from a va_list, with @code (SEDP_PROTOCOL_ERROR_INVALID or _LIMIT): the decoders'
+ * own fail() helpers call it. */
+gboolean sedp_protocol_error_valist (GError **error, gint code, const char *format, va_list args)
+  G_GNUC_PRINTF (3, 0);
 
 G_END_DECLS

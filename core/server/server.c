@@ -55,17 +55,6 @@ served_free (gpointer p)
   g_free (s);
 }
 
-Served *
-server_find_served (SedpServer *server, const char *name)
-{
-  for (guint i = 0; i < server->served->len; i++) {
-    Served *s = server->served->pdata[i];
-    if (strcmp (s->name, name) == 0)
-      return s;
-  }
-  return NULL;
-}
-
 static Served *
 find_served (SedpServer *server, const char *name, gsize len)
 {
@@ -75,6 +64,12 @@ find_served (SedpServer *server, const char *name, gsize len)
       return s;
   }
   return NULL;
+}
+
+Served *
+server_find_served (SedpServer *server, const char *name)
+{
+  return find_served (server, name, strlen (name));
 }
 
 /* ---- responses ---- */
