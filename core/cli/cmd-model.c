@@ -56,12 +56,76 @@ natural_batch (const SedpNnModel *model)
   return 1;
 }
 
+/* ---- --engine, --device and --streams (info, eval, bench; docs/opencl.md §2.5) ---- */
+
+typedef struct {
+  char *engine, *device, *streams;
+  double open_ms; /* how long opening the device took */
+} EngineArgs;
+
+static void
+engine_args_clear (EngineArgs *a)
+{
+  g_free (a->engine);
+  g_free (a->device);
+  g_free (a->streams);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (EngineArgs, engine_args_clear)
+
+#define ENGINE_ENTRIES(a)                                                                       \
+  {"engine", 0, 0, G_OPTION_ARG_STRING, &(a).engine, "cpu (default) or opencl", "ENGINE"},     \
+  {"device", 0, 0, G_OPTION_ARG_STRING, &(a).device,                                            \
+   "With --engine opencl: a device index or a unique part of its name (default: the first; "   \
+   "see sedp model devices)", "SPEC"}
+
+/* Opens the device the arguments name (*device NULL: the CPU engine). Returns 0, or the exit
+ * status after printing the error: 2 for a usage error, 1 for a device that does not open. */
+static int
+engine_open (const char *sub, EngineArgs *a, SedpNnDevice **device)
+{
+  *device = NULL;
+  gboolean ocl = a->engine && strcmp (a->engine, "opencl") == 0;
+  if (a->engine && !ocl && strcmp (a->engine, "cpu") != 0) {
+    g_autofree char *msg = g_strdup_printf ("--engine '%s': expected cpu or opencl", a->engine);
+    sedp_cli_error (sub, msg);
+    return 2;
+  }
+  if (!ocl && (a->device || a->streams)) {
+    sedp_cli_error (sub, a->device ? "--device needs --engine opencl"
+                                   : "--streams needs --engine opencl");
+    return 2;
+  }
+  guint64 streams = 1;
+  if (a->streams && (!g_ascii_string_to_unsigned (a->streams, 10, 1, SEDP_NN_MAX_STREAMS, &streams,
+                                                  NULL))) {
+    g_autofree char *msg = g_strdup_printf ("--streams '%s': expected 1 to %d", a->streams,
+                                            SEDP_NN_MAX_STREAMS);
+    sedp_cli_error (sub, msg);
+    return 2;
+  }
+  if (!ocl)
+    return 0;
+  g_autoptr (GError) error = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+  *device = sedp_nn_device_open (a->device, &error);
+  a->open_ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
+  if (*device == NULL || !sedp_nn_device_set_streams (*device, (guint) streams, &error)) {
+    g_clear_pointer (device, sedp_nn_device_unref);
+    sedp_cli_error (sub, error->message);
+    return 1;
+  }
+  return 0;
+}
+
 static int
 cmd_info (int argc, char **argv)
 {
   gboolean verbose = FALSE;
+  g_auto (EngineArgs) ea = {0};
   const GOptionEntry entries[] = {
-    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Also print the compiled schedule", NULL},
+    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose,
+     "Also print the compiled schedule (with --engine opencl, each step's device command)", NULL},
+    ENGINE_ENTRIES (ea),
     G_OPTION_ENTRY_NULL,
   };
   if (!sedp_cli_parse ("model info", "MODEL.onnx",
@@ -74,6 +138,10 @@ cmd_info (int argc, char **argv)
     sedp_cli_error ("model info", "expected one MODEL.onnx (see --help)");
     return 2;
   }
+  g_autoptr (SedpNnDevice) device = NULL;
+  int rc = engine_open ("model info", &ea, &device);
+  if (rc != 0)
+    return rc;
   g_autoptr (SedpNnModel) model = load_model ("model info", argv[1]);
   if (model == NULL)
     return 1;
@@ -134,7 +202,7 @@ cmd_info (int argc, char **argv)
 
   gint64 batch = natural_batch (model);
   g_autoptr (GError) error = NULL;
-  SedpNnPlan *plan = sedp_nn_plan_new (model, batch, &error);
+  SedpNnPlan *plan = sedp_nn_plan_new_on (model, batch, device, &error);
   if (plan == NULL) {
     printf ("flops/row:   unavailable: %s\n", error->message);
     return 0;
@@ -168,7 +236,9 @@ cmd_eval (int argc, char **argv)
 {
   g_auto (GStrv) inputs = NULL;
   g_autofree char *outdir = NULL;
+  g_auto (EngineArgs) ea = {0};
   const GOptionEntry entries[] = {
+    ENGINE_ENTRIES (ea),
     {"input", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
      "A serialized TensorProto, one per graph input in graph-input order (initializers "
      "excluded)",
@@ -191,6 +261,10 @@ cmd_eval (int argc, char **argv)
     sedp_cli_error ("model eval", "missing -o OUTDIR (see --help)");
     return 2;
   }
+  g_autoptr (SedpNnDevice) device = NULL;
+  int rc = engine_open ("model eval", &ea, &device);
+  if (rc != 0)
+    return rc;
   g_autoptr (SedpNnModel) model = load_model ("model eval", argv[1]);
   if (model == NULL)
     return 1;
@@ -220,7 +294,7 @@ cmd_eval (int argc, char **argv)
     sedp_cli_error ("model eval", "input 0 has an empty first dimension (batch 0)");
     return 1;
   }
-  SedpNnPlan *plan = sedp_nn_plan_new (model, batch, &error);
+  SedpNnPlan *plan = sedp_nn_plan_new_on (model, batch, device, &error);
   if (plan == NULL) {
     sedp_cli_error ("model eval", error->message);
     return 1;
@@ -377,8 +451,13 @@ cmd_bench (int argc, char **argv)
   double seconds = 2.0;
   gint64 seed = 1;
   g_autofree char *cpus = NULL;
+  g_auto (EngineArgs) ea = {0};
   const GOptionEntry entries[] = {
     {"batch", 'b', 0, G_OPTION_ARG_INT64, &batch, "Rows per run (default 64)", "N"},
+    ENGINE_ENTRIES (ea),
+    {"streams", 0, 0, G_OPTION_ARG_STRING, &ea.streams,
+     "With --engine opencl: command queues the threads' runs are spread over, 1 to 8 (default 1)",
+     "N"},
     {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus, "Run on these CPUs only (e.g. 1 or 0,2-3)", "LIST"},
     {"threads", 't', 0, G_OPTION_ARG_INT, &threads,
      "Threads, each running its own plan (default 1)", "T"},
@@ -391,7 +470,9 @@ cmd_bench (int argc, char **argv)
                        "uniform over the rows of the table they index) in T threads, each with "
                        "its own plan of N rows and OpenBLAS single-threaded, for S seconds after "
                        "a short warm-up. Prints RESULT rows_per_s=… (T × N × runs per second) and "
-                       "RESULT gflops=….",
+                       "RESULT gflops=…; with --engine opencl also RESULT streams=…, "
+                       "RESULT device_open_ms=… and RESULT warmup_ms=… (the first run of each "
+                       "plan, which compiles the kernels where the caches are cold).",
                        entries, &argc, &argv))
     return 2;
   if (argc != 2) {
@@ -412,10 +493,15 @@ cmd_bench (int argc, char **argv)
   }
   if (!sedp_cli_apply_cpus ("model bench", cpus))
     return 2;
+  g_autoptr (SedpNnDevice) device = NULL;
+  int rc = engine_open ("model bench", &ea, &device);
+  if (rc != 0)
+    return rc;
   g_autoptr (SedpNnModel) model = load_model ("model bench", argv[1]);
   if (model == NULL)
     return 1;
   sedp_nn_set_blas_threads (1);
+  double warmup_ms = 0;
 
   int status = 0;
   Worker *w = g_new0 (Worker, threads);
@@ -423,7 +509,8 @@ cmd_bench (int argc, char **argv)
   double flops = 0;
   for (int i = 0; i < threads; i++) {
     g_autoptr (GError) error = NULL;
-    w[i].plan = sedp_nn_plan_new (model, batch, &error);
+    gint64 t_plan = g_get_monotonic_time ();
+    w[i].plan = sedp_nn_plan_new_on (model, batch, device, &error);
     if (w[i].plan == NULL) {
       sedp_cli_error ("model bench", error->message);
       status = 1;
@@ -455,6 +542,7 @@ cmd_bench (int argc, char **argv)
       status = 1;
       goto done;
     }
+    warmup_ms += (double) (g_get_monotonic_time () - t_plan) / 1000.0;
   }
 
   g_mutex_init (&race.lock);
@@ -493,6 +581,12 @@ cmd_bench (int argc, char **argv)
           elapsed * 1e6 * threads / (double) MAX (runs, 1), flops / (double) batch);
   printf ("RESULT rows_per_s=%.1f\n", rows_per_s);
   printf ("RESULT gflops=%.3f\n", gflops);
+  if (device) {
+    printf ("RESULT device=%s\n", sedp_nn_device_get_label (device));
+    printf ("RESULT streams=%u\n", sedp_nn_device_get_streams (device));
+    printf ("RESULT device_open_ms=%.1f\n", ea.open_ms);
+    printf ("RESULT warmup_ms=%.1f\n", warmup_ms);
+  }
   g_mutex_clear (&race.lock);
   g_cond_clear (&race.cond);
 

@@ -249,6 +249,55 @@ SEDP_API const char *sedp_nn_device_get_label (const SedpNnDevice *device);
  */
 SEDP_API char **sedp_nn_device_list (GError **error);
 
+/* The most command queues ("streams") runs on one device are spread over. */
+#define SEDP_NN_MAX_STREAMS 8
+
+/**
+ * sedp_nn_device_set_streams:
+ * @streams: how many command queues runs on @device use, 1 to #SEDP_NN_MAX_STREAMS
+ * @error: return location for a #SEDP_NN_ERROR_INPUT error (a count out of range)
+ *
+ * Sets how many of the device's command queues runs are spread over (docs/opencl.md §5): each
+ * run takes the queue with the fewest runs in flight among the first @streams. A new device uses
+ * one. Queues are created on first use and kept; runs in flight finish on the queue they
+ * started on. Thread-safe. `auto` (a count chosen per concurrency) is not built yet.
+ */
+SEDP_API gboolean sedp_nn_device_set_streams (SedpNnDevice *device, guint streams,
+                                              GError **error);
+
+/* The number of queues runs on @device now use (sedp_nn_device_set_streams). Thread-safe. */
+SEDP_API guint sedp_nn_device_get_streams (const SedpNnDevice *device);
+
+/**
+ * sedp_nn_plan_new_on:
+ * @device: (nullable): where the plan's runs execute; NULL is sedp_nn_plan_new() (the CPU engine)
+ *
+ * Compiles @model for @batch rows as sedp_nn_plan_new() does, then lowers the plan to @device
+ * (docs/opencl.md §2): its constants are uploaded once per device and shared with every other
+ * plan on it (found by address, or by content for values the compiler made); its intermediate
+ * values get one device buffer at the CPU plan's offsets; each step becomes a CLBlast call, one
+ * of the engine's kernels, or — where no device lowering exists yet — the CPU kernel run on
+ * copies read back from the device (marked "host" by sedp_nn_plan_describe()). The plan keeps a
+ * reference on @device.
+ *
+ * The returned plan is used like any other: sedp_nn_plan_run() takes and returns host memory
+ * (outputs point into a buffer the plan owns, valid until its next run or its free), uploads
+ * the inputs, enqueues the run on one of the device's queues and returns when the outputs are on
+ * the host; a failure on the device is a #SEDP_NN_ERROR_DEVICE error naming the node and the
+ * device, and the plan stays usable. Same contract as a CPU plan: one thread at a time per plan;
+ * plans on one device may run concurrently from different threads. The first run of a plan pays
+ * the kernels' compiles where the platform's caches are cold (docs/opencl.md §6).
+ *
+ * Returns: (transfer full): the plan, or NULL with the errors of sedp_nn_plan_new(), or a
+ *   #SEDP_NN_ERROR_DEVICE error: a buffer larger than the device allows, out of device memory,
+ *   a type the device lacks (each naming the node or value and the device).
+ */
+SEDP_API SedpNnPlan *sedp_nn_plan_new_on (SedpNnModel *model, gint64 batch, SedpNnDevice *device,
+                                          GError **error);
+
+/* The device a plan runs on (NULL: the CPU engine). Transfer none. */
+SEDP_API SedpNnDevice *sedp_nn_plan_get_device (const SedpNnPlan *plan);
+
 /* Makes OpenBLAS single-threaded (the default inside stage workers) or use @threads threads. */
 SEDP_API void sedp_nn_set_blas_threads (int threads);
 

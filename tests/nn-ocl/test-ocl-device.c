@@ -20,7 +20,7 @@
 #include <string.h>
 
 #ifdef SEDP_HAVE_OPENCL
-#include "nn/ocl/ocl-private.h"
+#include "ocl-test.h"
 
 #define POCL "Portable Computing Language"
 #define POCL_ICD "/etc/OpenCL/vendors/pocl.icd"
@@ -553,27 +553,12 @@ remove_vendor_dirs (void)
   g_free (pocl_dir), g_free (empty_dir), g_free (self_exe);
 }
 
-/* 77 (skip) when there is no OpenCL platform at all, 1 when SEDP_REQUIRE_OPENCL=1 asks for one. */
-static int
-no_platform_status (void)
-{
-  cl_uint n = 0;
-  cl_int rc = clGetPlatformIDs (0, NULL, &n);
-  if (rc == CL_SUCCESS && n > 0)
-    return 0;
-  gboolean required = g_strcmp0 (g_getenv ("SEDP_REQUIRE_OPENCL"), "1") == 0;
-  fprintf (stderr, "test-ocl-device: no OpenCL platform (clGetPlatformIDs: %s, %u platforms): %s\n",
-           nn_ocl_error_name (rc), n,
-           required ? "failing, SEDP_REQUIRE_OPENCL=1" : "skipped (install pocl-opencl-icd)");
-  return required ? 1 : 77;
-}
-
 int
 main (int argc, char **argv)
 {
   if (argc >= 3 && strcmp (argv[1], "--child") == 0)
     return child_main (argc, argv);
-  int skip = no_platform_status ();
+  int skip = ocl_test_no_platform_status ("test-ocl-device");
   if (skip)
     return skip;
   valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;

@@ -102,6 +102,9 @@ struct _Plan {
                          * at plan time (nn_require_const); read by plan-special.c */
   struct _Special *special; /* non-NULL: a shell plan specialised at run time (plan-special.c) */
   NnCompileOptions options; /* what it was compiled with (a shell: what its plans compile with) */
+  SedpNnDevice *device;     /* made by sedp_nn_plan_new_on with a device (referenced): runs there;
+                             * a shell lowers each plan it compiles to it */
+  struct _OclPlan *ocl;     /* the plan lowered to @device (core/nn/ocl/ocl-plan.c), or NULL */
 };
 
 /* The builder's view while compiling one node. */
@@ -128,6 +131,25 @@ typedef struct {
 
 /* The operator table (ops.c). NULL when @op_type is not supported. */
 const OpDef *nn_op_lookup (const char *op_type);
+
+/* The value whose bytes @v's are (itself unless an alias). */
+int nn_alias_root (const Plan *p, int v);
+
+/* Points the plan's ptrs at the run's graph inputs (and the aliases of them). */
+void nn_plan_bind_inputs (Plan *p, const SedpNnTensor *inputs);
+
+/* ---- the OpenCL lowering (core/nn/ocl/ocl-plan.c; ocl-none.c in a build without OpenCL) ---- */
+
+/* Lowers the compiled plan @p to @device (docs/opencl.md §2.2): uploads or finds its constants,
+ * makes its device arena and commands, and sets p->ocl. FALSE with a SEDP_NN_ERROR_DEVICE error
+ * naming the node and the device. */
+gboolean nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error);
+/* sedp_nn_plan_run of a lowered plan (inputs already checked). */
+gboolean nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs,
+                          SedpNnTensor *outputs, GError **error);
+void nn_ocl_plan_free (struct _OclPlan *o);
+/* Appends the device and each command's lowering to a description. */
+void nn_ocl_plan_describe (const Plan *p, GString *out);
 
 /* ---- helpers for prepare functions (ops.c) ---- */
 

@@ -125,6 +125,13 @@ special_compile (Plan *shell, const SedpNnTensor *inputs, GError **error)
     g_autoptr (GError) local = NULL;
     Plan *p = nn_plan_compile (shell->model, shell->batch, &shell->options, param_data, wanted,
                                &local);
+    if (p != NULL && shell->device) {
+      p->device = sedp_nn_device_ref (shell->device);
+      if (!nn_ocl_plan_lower (p, shell->device, error)) {
+        sedp_nn_plan_free ((SedpNnPlan *) p);
+        return NULL;
+      }
+    }
     if (p != NULL)
       return p;
     gboolean grew = FALSE;

@@ -161,6 +161,8 @@ plan_arena_free (Plan *p)
 static void
 plan_clear (Plan *p)
 {
+  g_clear_pointer (&p->ocl, nn_ocl_plan_free); /* before the values: it holds their weights */
+  g_clear_pointer (&p->device, sedp_nn_device_unref);
   if (p->steps) {
     for (guint i = 0; i < p->steps->len; i++)
       nn_free_step_params (&g_array_index (p->steps, Step, i));
@@ -232,8 +234,8 @@ nn_add_scratch (OpCtx *c, gint64 numel)
   return (int) s->n_out - 1;
 }
 
-static int
-alias_root (const Plan *p, int v)
+int
+nn_alias_root (const Plan *p, int v)
 {
   while (p->values[v].kind == VALUE_ALIAS)
     v = p->values[v].alias_of;
@@ -474,7 +476,7 @@ fold_step (Plan *p, Step *step, GError **error)
   g_autofree gpointer *ptrs = g_new0 (gpointer, p->n_values);
   for (guint k = 0; k < step->n_in; k++)
     if (step->in[k] >= 0)
-      ptrs[step->in[k]] = p->values[alias_root (p, step->in[k])].data;
+      ptrs[step->in[k]] = p->values[nn_alias_root (p, step->in[k])].data;
   for (guint k = 0; k < step->n_out; k++)
     if (step->out[k] >= 0)
       ptrs[step->out[k]] = p->values[step->out[k]].data;
@@ -491,12 +493,12 @@ plan_memory (Plan *p, GError **error)
     Step *st = &g_array_index (p->steps, Step, s);
     for (guint k = 0; k < st->n_in; k++)
       if (st->in[k] >= 0) {
-        int r = alias_root (p, st->in[k]);
+        int r = nn_alias_root (p, st->in[k]);
         p->values[r].last_use = MAX (p->values[r].last_use, (int) s);
       }
   }
   for (guint i = 0; i < p->n_outputs; i++) {
-    int r = alias_root (p, p->output_values[i]);
+    int r = nn_alias_root (p, p->output_values[i]);
     p->values[r].last_use = (int) n_steps;
   }
   g_autoptr (GArray) temps = g_array_new (FALSE, FALSE, sizeof (int));
@@ -558,7 +560,7 @@ resolve_pointers (Plan *p)
   p->input_aliases = g_array_new (FALSE, FALSE, sizeof (int));
   for (guint i = 0; i < p->n_values; i++) {
     Value *v = &p->values[i];
-    int r = alias_root (p, (int) i);
+    int r = nn_alias_root (p, (int) i);
     Value *root = &p->values[r];
     if (root->kind == VALUE_CONST)
       p->ptrs[i] = root->data;
@@ -697,8 +699,8 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
         nn_node_error (error, SEDP_NN_ERROR_SHAPE, node, "input '%s' has no known shape", in->name);
         goto fail;
       }
-      all_const = all_const && alias_root (p, step.in[k]) >= 0 &&
-                  p->values[alias_root (p, step.in[k])].kind == VALUE_CONST;
+      all_const = all_const && nn_alias_root (p, step.in[k]) >= 0 &&
+                  p->values[nn_alias_root (p, step.in[k])].kind == VALUE_CONST;
     }
     OpCtx ctx = {p, node, model->opset, &step};
     if (!def->prepare (&ctx, error)) {
@@ -724,8 +726,8 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
     /* A view of a constant is a constant. */
     for (guint k = 0; k < step.n_out; k++) {
       Value *o = step.out[k] >= 0 ? &p->values[step.out[k]] : NULL;
-      if (o && o->kind == VALUE_ALIAS && p->values[alias_root (p, o->alias_of)].kind == VALUE_CONST) {
-        o->data = p->values[alias_root (p, o->alias_of)].data;
+      if (o && o->kind == VALUE_ALIAS && p->values[nn_alias_root (p, o->alias_of)].kind == VALUE_CONST) {
+        o->data = p->values[nn_alias_root (p, o->alias_of)].data;
         o->kind = VALUE_CONST;
         o->alias_of = -1;
       }
@@ -794,6 +796,27 @@ sedp_nn_plan_new (SedpNnModel *model, gint64 batch, GError **error)
   return (SedpNnPlan *) nn_plan_new_with_options (model, batch, &opts, error);
 }
 
+SedpNnPlan *
+sedp_nn_plan_new_on (SedpNnModel *model, gint64 batch, SedpNnDevice *device, GError **error)
+{
+  if (device == NULL)
+    return sedp_nn_plan_new (model, batch, error);
+  NnCompileOptions opts;
+  nn_compile_options_from_env (&opts);
+  opts.no_pack = TRUE;           /* the device never reads OpenBLAS's packed copies */
+  opts.lazy_arena = TRUE;        /* only host-run steps touch the CPU arena (opencl.md §4) */
+  opts.no_fuse_attention = TRUE; /* attention runs as its parts on the device (opencl.md §3.2) */
+  Plan *p = nn_plan_new_with_options (model, batch, &opts, error);
+  if (p == NULL)
+    return NULL;
+  p->device = sedp_nn_device_ref (device);
+  if (p->special == NULL && !nn_ocl_plan_lower (p, device, error)) {
+    sedp_nn_plan_free ((SedpNnPlan *) p);
+    return NULL;
+  }
+  return (SedpNnPlan *) p;
+}
+
 Plan *
 nn_plan_new_with_options (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
                           GError **error)
@@ -850,6 +873,18 @@ nn_plan_check_inputs (const Plan *p, guint n_inputs, const SedpNnTensor *inputs,
   return TRUE;
 }
 
+void
+nn_plan_bind_inputs (Plan *p, const SedpNnTensor *inputs)
+{
+  for (guint i = 0; i < p->n_inputs; i++)
+    if (p->values[p->input_values[i]].kind == VALUE_INPUT) /* else a parameter, in the plan */
+      p->ptrs[p->input_values[i]] = inputs[i].data;
+  for (guint i = 0; i < p->input_aliases->len; i++) {
+    int v = g_array_index (p->input_aliases, int, i);
+    p->ptrs[v] = p->ptrs[nn_alias_root (p, v)];
+  }
+}
+
 gboolean
 sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, guint n_outputs,
                   SedpNnTensor *outputs, GError **error)
@@ -860,13 +895,9 @@ sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, 
     return nn_special_run (p, n_inputs, inputs, n_outputs, outputs, error);
   if (!nn_plan_check_inputs (p, n_inputs, inputs, error))
     return FALSE;
-  for (guint i = 0; i < n_inputs; i++)
-    if (p->values[p->input_values[i]].kind == VALUE_INPUT) /* else a parameter, in the plan */
-      p->ptrs[p->input_values[i]] = inputs[i].data;
-  for (guint i = 0; i < p->input_aliases->len; i++) {
-    int v = g_array_index (p->input_aliases, int, i);
-    p->ptrs[v] = p->ptrs[alias_root (p, v)];
-  }
+  if (p->ocl)
+    return nn_ocl_plan_run (p, inputs, n_outputs, outputs, error);
+  nn_plan_bind_inputs (p, inputs);
   for (guint s = 0; s < p->steps->len; s++) {
     const Step *st = &g_array_index (p->steps, Step, s);
     if (!st->fn (p, st, p->ptrs, error))
@@ -876,7 +907,7 @@ sedp_nn_plan_run (SedpNnPlan *plan, guint n_inputs, const SedpNnTensor *inputs, 
     outputs[i] = p->output_info[i];
     outputs[i].data = p->ptrs[p->output_values[i]];
     if (outputs[i].data == NULL)
-      outputs[i].data = p->ptrs[alias_root (p, p->output_values[i])];
+      outputs[i].data = p->ptrs[nn_alias_root (p, p->output_values[i])];
   }
   return TRUE;
 }
@@ -950,4 +981,12 @@ sedp_nn_plan_describe (const SedpNnPlan *plan, GString *out)
                             st->node->name && *st->node->name ? st->node->name : st->node->op_type,
                             o->name, shape);
   }
+  if (p->ocl)
+    nn_ocl_plan_describe (p, out);
+}
+
+SedpNnDevice *
+sedp_nn_plan_get_device (const SedpNnPlan *plan)
+{
+  return ((const Plan *) plan)->device;
 }

@@ -205,7 +205,11 @@ resolve (GPtrArray *all, const char *spec, guint *index, GError **error)
 static void
 device_free (SedpNnDevice *d)
 {
+  nn_ocl_streams_clear (d);
+  nn_ocl_weights_clear (d);
   nn_ocl_program_clear (d);
+  g_mutex_clear (&d->lock);
+  g_mutex_clear (&d->blas_lock);
   if (d->context)
     clReleaseContext (d->context);
   g_free (d->label);
@@ -239,6 +243,9 @@ device_new (const OclEntry *e, guint index, GError **error)
 {
   SedpNnDevice *d = g_new0 (SedpNnDevice, 1);
   d->ref_count = 1;
+  d->active = 1;
+  g_mutex_init (&d->lock);
+  g_mutex_init (&d->blas_lock);
   d->index = index;
   d->name = g_strdup (e->name);
   d->label = g_strdup_printf ("%u (%s)", index, e->name);

@@ -1,6 +1,6 @@
 /* sedp — the SDK's device functions in a build without OpenCL (meson did not find OpenCL and
  * CLBlast, or -Dopencl=disabled): opening or listing devices fails with the fix in the message. */
-#include <sedp/engine.h>
+#include "../exec/plan-private.h"
 
 static void
 without_opencl (GError **error)
@@ -42,4 +42,43 @@ sedp_nn_device_list (GError **error)
 {
   without_opencl (error);
   return NULL;
+}
+
+gboolean
+sedp_nn_device_set_streams (SedpNnDevice *device, guint streams, GError **error)
+{
+  without_opencl (error);
+  return FALSE;
+}
+
+guint
+sedp_nn_device_get_streams (const SedpNnDevice *device)
+{
+  return 0;
+}
+
+/* Never called: no plan can have a device in this build. */
+gboolean
+nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error)
+{
+  without_opencl (error);
+  return FALSE;
+}
+
+gboolean
+nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTensor *outputs,
+                 GError **error)
+{
+  without_opencl (error);
+  return FALSE;
+}
+
+void
+nn_ocl_plan_free (struct _OclPlan *o)
+{
+}
+
+void
+nn_ocl_plan_describe (const Plan *p, GString *out)
+{
 }

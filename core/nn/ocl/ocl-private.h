@@ -24,7 +24,22 @@ typedef enum {
   OCL_UNARY_ABS = 3,
 } OclUnaryOp;
 
-/* An open device (ocl-device.c). Every field is set at open and immutable afterwards. */
+/* A stream (ocl-streams.c): one in-order command queue of the device, created on first use. */
+typedef struct {
+  cl_command_queue queue;     /* NULL until first picked; set under the device's lock */
+  gint in_flight;             /* atomic: runs picked and not done */
+} OclStream;
+
+/* A constant uploaded once per device (ocl-weights.c), shared by every plan that reads it. */
+typedef struct {
+  cl_mem mem;
+  gsize bytes;
+  guint refs;                 /* plans holding it, under the device's lock; freed at 0 */
+  char *key;                  /* owned: the store's key */
+} OclWeight;
+
+/* An open device (ocl-device.c). The fields up to local_sizes are set at open and immutable
+ * afterwards; the rest is guarded as said. */
 struct _SedpNnDevice {
   gint ref_count;             /* atomic; the registry's lock orders the last unref with opens */
   guint index;                /* in sedp_nn_device_list's order */
@@ -39,7 +54,131 @@ struct _SedpNnDevice {
   size_t max_work_group;
   cl_program program;         /* our kernels, built once (ocl-program.c) */
   GHashTable *local_sizes;    /* kernel name (owned) → its fixed local size (GSIZE_TO_POINTER) */
+  GMutex lock;                /* weights, the byte counts, queue creation */
+  GHashTable *weights;        /* key → OclWeight * (ocl-weights.c) */
+  cl_ulong weight_bytes;      /* held by the store */
+  cl_ulong arena_bytes;       /* held by plans' arenas */
+  OclStream streams[SEDP_NN_MAX_STREAMS];
+  gint active;                /* atomic: streams runs may use, 1..SEDP_NN_MAX_STREAMS */
+  gint rr;                    /* atomic: where the least-loaded search starts */
+  GMutex blas_lock;           /* serialises CLBlast calls (its cache's race, opencl.md §12.1) */
 };
+
+/* ---- streams (ocl-streams.c) ---- */
+
+/* The active stream with the fewest runs in flight (creating its queue on first use), its
+ * in-flight count raised; NULL with an error when the queue cannot be created. */
+OclStream *nn_ocl_stream_pick (SedpNnDevice *d, GError **error);
+/* The run picked on @s has finished. */
+void nn_ocl_stream_done (OclStream *s);
+/* The queue every upload at plan time goes through (stream 0), NULL with an error. */
+cl_command_queue nn_ocl_setup_queue (SedpNnDevice *d, GError **error);
+/* Releases the queues (device close). */
+void nn_ocl_streams_clear (SedpNnDevice *d);
+
+/* ---- the weight store (ocl-weights.c) ---- */
+
+/**
+ * nn_ocl_weight_acquire:
+ * @host: the constant's bytes
+ * @stable: TRUE when @host stays valid and unchanged while any plan holds the weight (an
+ *   initializer of a model the plan references): the store's key is then its address; FALSE
+ *   for bytes a plan made (folded values), keyed by their SHA-256
+ *
+ * The device buffer holding @bytes of @host, uploaded on first acquire and shared afterwards,
+ * with one more reference. NULL with a SEDP_NN_ERROR_DEVICE error: larger than the device's
+ * per-buffer limit, or out of device memory (@what names the value). Thread-safe.
+ */
+OclWeight *nn_ocl_weight_acquire (SedpNnDevice *d, gconstpointer host, gsize bytes, gboolean stable,
+                                  const char *what, GError **error);
+void nn_ocl_weight_release (SedpNnDevice *d, OclWeight *w);
+/* Frees the store (device close: no plan holds a weight then). */
+void nn_ocl_weights_clear (SedpNnDevice *d);
+
+/* ---- plans (ocl-plan.c) and their lowering (lower-*.c) ---- */
+
+typedef struct _Plan Plan;
+typedef struct _Step Step;
+
+/* Where a value lives on the device: a buffer and a byte offset in it. */
+typedef struct {
+  cl_mem mem;
+  guint64 offset;
+} OclRef;
+
+/* What a command is. */
+typedef enum {
+  OCL_CMD_KERNEL,      /* one of ours, 1-D, fixed local size */
+  OCL_CMD_GEMM,        /* CLBlastSgemm */
+  OCL_CMD_GEMM_STRIDED,/* CLBlastSgemmStridedBatched */
+  OCL_CMD_GEMM_BATCH,  /* CLBlastSgemmBatched (irregular offsets) */
+  OCL_CMD_HOST,        /* the CPU kernel on copies read back (opencl.md §3.3) */
+} OclCmdKind;
+
+typedef struct {
+  CLBlastTranspose ta, tb;
+  size_t m, n, k, lda, ldb, ldc;
+  size_t a_off, b_off, c_off;             /* elements */
+  size_t a_stride, b_stride, c_stride;    /* GEMM_STRIDED */
+  size_t count;                           /* GEMM_STRIDED, GEMM_BATCH */
+  size_t *a_offs, *b_offs, *c_offs;       /* GEMM_BATCH (owned) */
+  float *alphas, *betas;                  /* GEMM_BATCH (owned) */
+  float alpha, beta;
+  cl_mem a, b, c;
+  size_t temp_bytes;                      /* GEMM: CLBlast's temporary buffer */
+} OclGemm;
+
+/* One command of a lowered plan; a CPU step becomes one or several. */
+typedef struct {
+  OclCmdKind kind;
+  const Step *step;         /* the CPU step it runs (or part of): the node for errors */
+  const char *what;         /* "clblast sgemm NT", "gemm_epilogue", "host" (static) */
+  cl_kernel kernel;         /* KERNEL: arguments bound at lowering */
+  size_t global, local;
+  OclGemm gemm;
+} OclCmd;
+
+typedef struct _OclPlan {
+  SedpNnDevice *device;     /* the Plan's (not referenced again) */
+  Plan *cpu;                /* the compiled plan it lowers (its owner) */
+  cl_mem arena;             /* temps at the CPU plan's offsets, then the input slots */
+  gsize arena_bytes;
+  guint64 *input_offset;    /* per graph input: its slot's byte offset in the arena */
+  OclRef *refs;             /* per value, resolved on first use (mem NULL: not yet) */
+  OclWeight **weights;      /* per value: the weight its ref holds, or NULL */
+  GArray *cmds;             /* OclCmd */
+  guint n_host;             /* HOST commands */
+  cl_mem gemm_temp;         /* CLBlast's temporary buffer, the largest a GEMM needs */
+  guint8 *host_out;         /* outputs downloaded here (owned, aligned) */
+  gsize *out_offset;        /* per graph output: its place in host_out, G_MAXSIZE: not on device */
+} OclPlan;
+
+/* The device-side place of value @v of the plan (its alias root's), uploading the constant it is
+ * on first use; FALSE with an error. A graph input's is its arena slot. */
+gboolean nn_ocl_ref (OclPlan *o, int v, OclRef *ref, GError **error);
+/* Appends a command of kernel @name over @n items (global size rounded up to its local size) and
+ * binds its arguments from @fmt, one character per argument after the kernel's:
+ *   'v' int value index: two arguments, the buffer and the element offset (ulong) of the value;
+ *   'u' guint64 as ulong; 'l' gint64 as long; 'i' int; 'f' double as float;
+ *   '8' const gint64 * as long8 (8 entries read).
+ * FALSE with an error naming the node and the device. */
+gboolean nn_ocl_add_kernel (OclPlan *o, const Step *s, const char *name, guint64 n, GError **error,
+                            const char *fmt, ...);
+/* Appends a command that runs @s on the host (the fallback). */
+void nn_ocl_add_host (OclPlan *o, const Step *s);
+/* An error "OpenCL device LABEL: node 'NAME' (OP): WHAT: CL_NAME (CODE)". */
+void nn_ocl_node_error (GError **error, const OclPlan *o, const Step *s, const char *what,
+                        cl_int code);
+
+/* Lowers CPU step @s, appending its commands; FALSE with an error naming the node. */
+typedef gboolean (*OclLowerFn) (OclPlan *o, const Step *s, GError **error);
+/* The lowering per NnKernelId (ocl-lower.c); NULL: the host fallback. */
+OclLowerFn nn_ocl_lowering (guint kernel_id);
+
+gboolean nn_ocl_lower_gemm (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_matmul_batched (OclPlan *o, const Step *s, GError **error);
+/* Enqueues a GEMM command on @queue (under the device's blas_lock). */
+cl_int nn_ocl_gemm_enqueue (OclPlan *o, const OclCmd *c, cl_command_queue queue);
 
 /* The .cl files of kernels/, concatenated (generated by embed-kernels.py). */
 extern const char nn_ocl_kernels_source[];

@@ -1,0 +1,19 @@
+/* sedp — the lowering of each CPU kernel (docs/opencl.md §3): one function per NnKernelId that
+ * has a device form; the others run on the host (the fallback of §3.3) until theirs lands. */
+#include "ocl-private.h"
+
+#include "../exec/plan-private.h"
+
+/* The kernels' Activation codes (kernels/common.cl) are the CPU engine's. */
+G_STATIC_ASSERT (ACT_RELU == 1 && ACT_SIGMOID == 2 && ACT_TANH == 3 && ACT_LEAKY_RELU == 4);
+G_STATIC_ASSERT (ACT_ERF == 11 && ACT_SIGN == 14 && ACT_ROUND == 17);
+
+OclLowerFn
+nn_ocl_lowering (guint kernel_id)
+{
+  static const OclLowerFn table[NN_KERNEL_N] = {
+    [NN_KERNEL_GEMM] = nn_ocl_lower_gemm,
+    [NN_KERNEL_MATMUL_BATCHED] = nn_ocl_lower_matmul_batched,
+  };
+  return kernel_id < NN_KERNEL_N ? table[kernel_id] : NULL;
+}

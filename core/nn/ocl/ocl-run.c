@@ -1,0 +1,164 @@
+/* sedp — a run of a lowered plan (docs/opencl.md §4, §5.1): the inputs uploaded to their arena
+ * slots, the commands enqueued in order on one stream (in-order queue: no events between them),
+ * the outputs downloaded, and the caller woken when the last download is done. A host command
+ * reads its step's inputs back into the CPU plan's arena, runs the CPU kernel and writes its
+ * outputs to the device. */
+#include "ocl-private.h"
+
+#include "../exec/plan-private.h"
+
+/* Reads the bytes of device value @v (a TEMP root) into the CPU plan's arena. */
+static cl_int
+read_back (OclPlan *o, cl_command_queue q, int v)
+{
+  Plan *p = o->cpu;
+  const Value *root = &p->values[nn_alias_root (p, v)];
+  if (root->kind != VALUE_TEMP)
+    return CL_SUCCESS; /* a constant or a graph input: the host has it */
+  gsize bytes = (gsize) root->numel * sedp_nn_dtype_size (root->dtype);
+  if (bytes == 0)
+    return CL_SUCCESS;
+  return clEnqueueReadBuffer (q, o->arena, CL_TRUE, root->offset, bytes, p->arena + root->offset, 0,
+                              NULL, NULL);
+}
+
+static cl_int
+write_out (OclPlan *o, cl_command_queue q, int v)
+{
+  Plan *p = o->cpu;
+  const Value *val = &p->values[v];
+  gsize bytes = (gsize) val->numel * sedp_nn_dtype_size (val->dtype);
+  if (val->kind != VALUE_TEMP || bytes == 0)
+    return CL_SUCCESS;
+  return clEnqueueWriteBuffer (q, o->arena, CL_TRUE, val->offset, bytes, p->arena + val->offset, 0,
+                               NULL, NULL);
+}
+
+/* The host fallback (opencl.md §3.3): a synchronisation point of the run. */
+static gboolean
+run_host (OclPlan *o, const OclCmd *c, cl_command_queue q, GError **error)
+{
+  const Step *s = c->step;
+  cl_int rc = CL_SUCCESS;
+  for (guint k = 0; k < s->n_in && rc == CL_SUCCESS; k++)
+    if (s->in[k] >= 0)
+      rc = read_back (o, q, s->in[k]);
+  if (rc != CL_SUCCESS) {
+    nn_ocl_node_error (error, o, s, "reading its inputs back to the host", rc);
+    return FALSE;
+  }
+  if (!s->fn (o->cpu, s, o->cpu->ptrs, error))
+    return FALSE;
+  for (guint k = 0; k < s->n_out && rc == CL_SUCCESS; k++)
+    if (s->out[k] >= 0)
+      rc = write_out (o, q, s->out[k]);
+  if (rc != CL_SUCCESS)
+    nn_ocl_node_error (error, o, s, "writing its outputs to the device", rc);
+  return rc == CL_SUCCESS;
+}
+
+static gboolean
+run_cmd (OclPlan *o, const OclCmd *c, cl_command_queue q, GError **error)
+{
+  cl_int rc;
+  switch (c->kind) {
+  case OCL_CMD_HOST:
+    return run_host (o, c, q, error);
+  case OCL_CMD_KERNEL:
+    rc = clEnqueueNDRangeKernel (q, c->kernel, 1, NULL, &c->global, &c->local, 0, NULL, NULL);
+    break;
+  default:
+    rc = nn_ocl_gemm_enqueue (o, c, q);
+  }
+  if (rc != CL_SUCCESS)
+    nn_ocl_node_error (error, o, c->step, c->what, rc);
+  return rc == CL_SUCCESS;
+}
+
+static cl_int
+upload_inputs (OclPlan *o, cl_command_queue q, const SedpNnTensor *inputs)
+{
+  Plan *p = o->cpu;
+  cl_int rc = CL_SUCCESS;
+  for (guint i = 0; i < p->n_inputs && rc == CL_SUCCESS; i++) {
+    gsize bytes = sedp_nn_tensor_nbytes (&inputs[i]);
+    if (p->values[p->input_values[i]].kind == VALUE_INPUT && bytes > 0)
+      rc = clEnqueueWriteBuffer (q, o->arena, CL_FALSE, o->input_offset[i], bytes, inputs[i].data, 0,
+                                 NULL, NULL);
+  }
+  return rc;
+}
+
+/* Enqueues the downloads and a marker after them; waits for it. */
+static cl_int
+download_outputs (OclPlan *o, cl_command_queue q)
+{
+  Plan *p = o->cpu;
+  cl_int rc = CL_SUCCESS;
+  for (guint i = 0; i < p->n_outputs && rc == CL_SUCCESS; i++) {
+    if (o->out_offset[i] == G_MAXSIZE)
+      continue;
+    const Value *root = &p->values[nn_alias_root (p, p->output_values[i])];
+    gsize bytes = (gsize) root->numel * sedp_nn_dtype_size (root->dtype);
+    OclRef ref = o->refs[nn_alias_root (p, p->output_values[i])];
+    if (ref.mem == NULL) /* an output no command read: its place is still known */
+      ref = (OclRef){o->arena, root->kind == VALUE_TEMP ? root->offset
+                                                        : o->input_offset[root->input_index]};
+    if (bytes > 0)
+      rc = clEnqueueReadBuffer (q, ref.mem, CL_FALSE, ref.offset, bytes, o->host_out + o->out_offset[i],
+                                0, NULL, NULL);
+  }
+  cl_event done = NULL;
+  if (rc == CL_SUCCESS)
+    rc = clEnqueueMarkerWithWaitList (q, 0, NULL, &done);
+  if (rc == CL_SUCCESS)
+    rc = clWaitForEvents (1, &done);
+  cl_int status = CL_COMPLETE;
+  if (done) {
+    clGetEventInfo (done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    clReleaseEvent (done);
+  }
+  return rc != CL_SUCCESS ? rc : status < 0 ? status : CL_SUCCESS;
+}
+
+static void
+fill_outputs (OclPlan *o, guint n_outputs, SedpNnTensor *outputs)
+{
+  Plan *p = o->cpu;
+  for (guint i = 0; i < MIN (n_outputs, p->n_outputs); i++) {
+    outputs[i] = p->output_info[i];
+    outputs[i].data = o->out_offset[i] == G_MAXSIZE
+                          ? p->ptrs[nn_alias_root (p, p->output_values[i])]
+                          : o->host_out + o->out_offset[i];
+  }
+}
+
+gboolean
+nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTensor *outputs,
+                 GError **error)
+{
+  OclPlan *o = p->ocl;
+  OclStream *stream = nn_ocl_stream_pick (o->device, error);
+  if (stream == NULL)
+    return FALSE;
+  cl_command_queue q = stream->queue;
+  nn_plan_bind_inputs (p, inputs); /* what host commands read */
+  gboolean ok = TRUE;
+  cl_int rc = upload_inputs (o, q, inputs);
+  if (rc != CL_SUCCESS) {
+    nn_ocl_set_error (error, o->device, "uploading the inputs", rc);
+    ok = FALSE;
+  }
+  for (guint i = 0; ok && i < o->cmds->len; i++)
+    ok = run_cmd (o, &g_array_index (o->cmds, OclCmd, i), q, error);
+  if (ok && (rc = download_outputs (o, q)) != CL_SUCCESS) {
+    nn_ocl_set_error (error, o->device, "running the plan", rc);
+    ok = FALSE;
+  }
+  if (!ok)
+    clFinish (q); /* nothing of this run may still read the caller's inputs */
+  nn_ocl_stream_done (stream);
+  if (ok)
+    fill_outputs (o, n_outputs, outputs);
+  return ok;
+}

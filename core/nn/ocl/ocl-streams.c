@@ -1,0 +1,88 @@
+/* sedp — the device's streams (docs/opencl.md §5): in-order command queues created on first use,
+ * a run assigned to the active queue with the fewest runs in flight, the active count set by
+ * sedp_nn_device_set_streams. */
+#include "ocl-private.h"
+
+/* Creates stream @k's queue if it has none yet (under the device's lock). */
+static cl_command_queue
+stream_queue (SedpNnDevice *d, guint k, GError **error)
+{
+  cl_command_queue q = g_atomic_pointer_get (&d->streams[k].queue);
+  if (q)
+    return q;
+  g_mutex_lock (&d->lock);
+  q = d->streams[k].queue;
+  if (q == NULL) {
+    cl_int rc = CL_SUCCESS;
+    q = clCreateCommandQueue (d->context, d->id, 0, &rc);
+    if (q == NULL || rc != CL_SUCCESS)
+      nn_ocl_set_error (error, d, "clCreateCommandQueue", rc);
+    else
+      g_atomic_pointer_set (&d->streams[k].queue, q);
+  }
+  g_mutex_unlock (&d->lock);
+  return q;
+}
+
+OclStream *
+nn_ocl_stream_pick (SedpNnDevice *d, GError **error)
+{
+  guint active = (guint) g_atomic_int_get (&d->active);
+  guint start = (guint) g_atomic_int_add (&d->rr, 1) % active, best = start;
+  gint best_load = G_MAXINT;
+  for (guint i = 0; i < active; i++) {
+    guint k = (start + i) % active;
+    gint load = g_atomic_int_get (&d->streams[k].in_flight);
+    if (load < best_load) {
+      best_load = load;
+      best = k;
+    }
+  }
+  if (stream_queue (d, best, error) == NULL)
+    return NULL;
+  g_atomic_int_inc (&d->streams[best].in_flight);
+  return &d->streams[best];
+}
+
+void
+nn_ocl_stream_done (OclStream *s)
+{
+  g_atomic_int_add (&s->in_flight, -1);
+}
+
+cl_command_queue
+nn_ocl_setup_queue (SedpNnDevice *d, GError **error)
+{
+  return stream_queue (d, 0, error);
+}
+
+void
+nn_ocl_streams_clear (SedpNnDevice *d)
+{
+  for (guint k = 0; k < SEDP_NN_MAX_STREAMS; k++)
+    if (d->streams[k].queue) {
+      clReleaseCommandQueue (d->streams[k].queue);
+      d->streams[k].queue = NULL;
+    }
+}
+
+gboolean
+sedp_nn_device_set_streams (SedpNnDevice *device, guint streams, GError **error)
+{
+  g_return_val_if_fail (device != NULL, FALSE);
+  if (streams < 1 || streams > SEDP_NN_MAX_STREAMS) {
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_INPUT,
+                 "streams: %u is not 1 to %d (OpenCL device %s)", streams, SEDP_NN_MAX_STREAMS,
+                 device->label);
+    return FALSE;
+  }
+  g_atomic_int_set (&device->active, (gint) streams);
+  return TRUE;
+}
+
+guint
+sedp_nn_device_get_streams (const SedpNnDevice *device)
+{
+  g_return_val_if_fail (device != NULL, 0);
+  return (guint) g_atomic_int_get ((gint *) &device->active);
+}
