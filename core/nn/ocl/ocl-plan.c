@@ -46,6 +46,18 @@ nn_ocl_ref (OclPlan *o, int v, OclRef *ref, GError **error)
   return TRUE;
 }
 
+gboolean
+nn_ocl_upload (OclPlan *o, gconstpointer data, gsize bytes, const char *what, cl_mem *mem,
+               GError **error)
+{
+  OclWeight *w = nn_ocl_weight_acquire (o->device, data, bytes, FALSE, what, error);
+  if (w == NULL)
+    return FALSE;
+  g_ptr_array_add (o->uploads, w);
+  *mem = w->mem;
+  return TRUE;
+}
+
 /* ---- commands ---- */
 
 static gboolean
@@ -82,6 +94,11 @@ bind_arg (OclPlan *o, OclCmd *c, cl_uint *index, char kind, va_list *ap, GError 
   }
   case 'f': {
     cl_float x = (cl_float) va_arg (*ap, double);
+    rc = clSetKernelArg (k, (*index)++, sizeof x, &x);
+    break;
+  }
+  case 'm': {
+    cl_mem x = va_arg (*ap, cl_mem);
     rc = clSetKernelArg (k, (*index)++, sizeof x, &x);
     break;
   }
@@ -225,6 +242,7 @@ nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error)
   o->refs = g_new0 (OclRef, MAX (p->n_values, 1));
   o->weights = g_new0 (OclWeight *, MAX (p->n_values, 1));
   o->cmds = g_array_new (FALSE, TRUE, sizeof (OclCmd));
+  o->uploads = g_ptr_array_new ();
   p->ocl = o;
   if (!make_arena (o, error))
     return FALSE;
@@ -252,6 +270,9 @@ nn_ocl_plan_free (OclPlan *o)
   g_array_unref (o->cmds);
   for (guint v = 0; v < o->cpu->n_values; v++)
     nn_ocl_weight_release (o->device, o->weights[v]);
+  for (guint i = 0; i < o->uploads->len; i++)
+    nn_ocl_weight_release (o->device, o->uploads->pdata[i]);
+  g_ptr_array_unref (o->uploads);
   if (o->arena) {
     g_mutex_lock (&o->device->lock);
     o->device->arena_bytes -= o->arena_bytes;

@@ -146,6 +146,7 @@ typedef struct _OclPlan {
   guint64 *input_offset;    /* per graph input: its slot's byte offset in the arena */
   OclRef *refs;             /* per value, resolved on first use (mem NULL: not yet) */
   OclWeight **weights;      /* per value: the weight its ref holds, or NULL */
+  GPtrArray *uploads;       /* OclWeight *: tables the lowering made (nn_ocl_upload) */
   GArray *cmds;             /* OclCmd */
   guint n_host;             /* HOST commands */
   cl_mem gemm_temp;         /* CLBlast's temporary buffer, the largest a GEMM needs */
@@ -156,11 +157,16 @@ typedef struct _OclPlan {
 /* The device-side place of value @v of the plan (its alias root's), uploading the constant it is
  * on first use; FALSE with an error. A graph input's is its arena slot. */
 gboolean nn_ocl_ref (OclPlan *o, int v, OclRef *ref, GError **error);
+/* A read-only device copy of @bytes of @data that a lowering made (a parameter table: offsets,
+ * per-channel factors), shared through the weight store by content and held by the plan; FALSE
+ * with an error (@what names it). */
+gboolean nn_ocl_upload (OclPlan *o, gconstpointer data, gsize bytes, const char *what, cl_mem *mem,
+                        GError **error);
 /* Appends a command of kernel @name over @n items (global size rounded up to its local size) and
  * binds its arguments from @fmt, one character per argument after the kernel's:
  *   'v' int value index: two arguments, the buffer and the element offset (ulong) of the value;
  *   'u' guint64 as ulong; 'l' gint64 as long; 'i' int; 'f' double as float;
- *   '8' const gint64 * as long8 (8 entries read).
+ *   '8' const gint64 * as long8 (8 entries read); 'm' a cl_mem (nn_ocl_upload's).
  * FALSE with an error naming the node and the device. */
 gboolean nn_ocl_add_kernel (OclPlan *o, const Step *s, const char *name, guint64 n, GError **error,
                             const char *fmt, ...);
