@@ -99,6 +99,8 @@ typedef struct {
   SedpCounter *rows_scored;
   SedpCounter *engine_runs;
   SedpCounter *plans_compiled;
+  SedpNnDevice *device;          /* engine = opencl: where plans run (NULL: the CPU engine) */
+  double device_ready_ms;        /* engine = opencl: open, lower and warm up at create */
 } ModelInference;
 
 /* ---- create ---- */
@@ -161,6 +163,7 @@ mi_destroy (gpointer instance)
   g_free (mi->instance_runs);
   if (mi->model)
     sedp_nn_model_unref (mi->model);
+  sedp_nn_device_unref (mi->device); /* after the plans, which hold it too */
   g_free (mi->model_path);
   g_free (mi->stage);
   g_free (mi);
@@ -468,6 +471,86 @@ parse_pin_cpus (ModelInference *mi, SedpStageContext *ctx, GError **error)
   return TRUE;
 }
 
+/* ---- engine = opencl (docs/opencl.md §2.4, §6) ---- */
+
+/* Runs a device plan of @rows once on zero inputs (valid: id 0 exists in every table), so that
+ * its kernels and CLBlast's are compiled before the first request. */
+static gboolean
+warm_plan (ModelInference *mi, gint64 rows, GError **error)
+{
+  SedpNnPlan *plan = sedp_nn_plan_new_on (mi->model, rows, mi->device, error);
+  if (plan == NULL)
+    return FALSE;
+  guint n_in = sedp_nn_plan_get_n_inputs (plan), n_out = sedp_nn_plan_get_n_outputs (plan);
+  g_autoptr (GPtrArray) zeros = g_ptr_array_new_with_free_func ((GDestroyNotify) sedp_nn_tensor_free);
+  g_autofree SedpNnTensor *in = g_new0 (SedpNnTensor, MAX (n_in, 1));
+  g_autofree SedpNnTensor *out = g_new0 (SedpNnTensor, MAX (n_out, 1));
+  for (guint i = 0; i < n_in; i++) {
+    const SedpNnTensor *t = sedp_nn_plan_get_input (plan, i);
+    SedpNnTensor *z = sedp_nn_tensor_new (t->name, t->dtype, t->rank, t->dims); /* zeroed */
+    g_ptr_array_add (zeros, z);
+    in[i] = *z;
+  }
+  gboolean ok = sedp_nn_plan_run (plan, n_in, in, n_out, out, error);
+  sedp_nn_plan_free (plan);
+  return ok;
+}
+
+/* streams = 1…8 (auto is not built yet: docs/opencl.md §5.3). */
+static gboolean
+parse_streams (const char *text, guint *streams, GError **error)
+{
+  guint64 v = 0;
+  if (text && g_ascii_string_to_unsigned (text, 10, 1, SEDP_NN_MAX_STREAMS, &v, NULL)) {
+    *streams = (guint) v;
+    return TRUE;
+  }
+  g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
+               "streams: '%s' is not 1 to %d", text ? text : "", SEDP_NN_MAX_STREAMS);
+  return FALSE;
+}
+
+/* Opens the device, sets its streams, and warms the plans of the largest and the smallest run
+ * (CLBlast compiles a different GEMM kernel for small and large products). */
+static gboolean
+setup_device (ModelInference *mi, SedpStageContext *ctx, GError **error)
+{
+  const char *engine = sedp_stage_context_get_string (ctx, "engine");
+  const char *spec = sedp_stage_context_get_string (ctx, "device");
+  const char *streams_text = sedp_stage_context_get_string (ctx, "streams");
+  if (g_strcmp0 (engine, "opencl") != 0) {
+    if (spec || streams_text)
+      g_warning ("stage '%s': device and streams apply to engine = opencl; ignored", mi->stage);
+    return TRUE;
+  }
+  guint streams = 1;
+  if (!parse_streams (streams_text ? streams_text : "1", &streams, error))
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time ();
+  GError *local = NULL;
+  mi->device = sedp_nn_device_open (spec, &local);
+  if (mi->device == NULL) {
+    g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_UNAVAILABLE, "engine = opencl: %s",
+                 local->message);
+    g_error_free (local);
+    return FALSE;
+  }
+  sedp_nn_device_set_streams (mi->device, streams, NULL);
+  gint64 big = mi->fixed_batch > 0 ? mi->fixed_batch : mi->max_batch_rows;
+  gint64 small = mi->fixed_batch > 0 ? mi->fixed_batch : mi->row_granule;
+  if (!warm_plan (mi, big, &local) || (small != big && !warm_plan (mi, small, &local))) {
+    g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_UNAVAILABLE, "model %s: %s",
+                 mi->model_path, local->message);
+    g_error_free (local);
+    return FALSE;
+  }
+  mi->device_ready_ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
+  g_message ("stage '%s': OpenCL device %s ready in %.2f s (%u stream%s)", mi->stage,
+             sedp_nn_device_get_label (mi->device), mi->device_ready_ms / 1000.0, streams,
+             streams == 1 ? "" : "s");
+  return TRUE;
+}
+
 static gpointer
 mi_create (SedpStageContext *ctx, GError **error)
 {
@@ -526,7 +609,7 @@ mi_create (SedpStageContext *ctx, GError **error)
                  "model input '%s' has a fixed batch of 0", mi->in[0].name);
     goto fail;
   }
-  if (!probe (mi, error) || !parse_pin_cpus (mi, ctx, error))
+  if (!probe (mi, error) || !parse_pin_cpus (mi, ctx, error) || !setup_device (mi, ctx, error))
     goto fail;
 
   mi->workers = g_new0 (Worker, mi->n_workers);
@@ -586,7 +669,7 @@ get_plan (ModelInference *mi, PlanCache *c, gint64 rows, GError **error)
       c->slots[k].used = c->tick;
       return c->slots[k].plan;
     }
-  SedpNnPlan *plan = sedp_nn_plan_new (mi->model, rows, error);
+  SedpNnPlan *plan = sedp_nn_plan_new_on (mi->model, rows, mi->device, error);
   if (plan == NULL)
     return NULL;
   for (guint k = 0; k < mi->n_out; k++) {
@@ -945,6 +1028,14 @@ mi_stats (gpointer instance, SedpStats *stats)
     g_snprintf (name, sizeof name, "instance_%u_runs", k);
     sedp_stats_add (stats, name, g_atomic_int_get (&mi->instance_runs[k]));
   }
+  if (mi->device) {
+    guint64 weights = 0, arenas = 0;
+    sedp_nn_device_get_memory (mi->device, &weights, &arenas);
+    sedp_stats_add (stats, "device_streams", sedp_nn_device_get_streams (mi->device));
+    sedp_stats_add (stats, "device_weight_bytes", (double) weights);
+    sedp_stats_add (stats, "device_arena_bytes", (double) arenas);
+    sedp_stats_add (stats, "device_ready_seconds", mi->device_ready_ms / 1000.0);
+  }
 }
 
 static const SedpOptionSpec mi_options[] = {
@@ -972,12 +1063,21 @@ static const SedpOptionSpec mi_options[] = {
   SEDP_OPTION_INT_SPEC ("row_granule", "1", 1, 4096,
                         "Plans are compiled for row counts rounded up to a multiple of this "
                         "(zero rows pad the input; for models that compute each row on its own)"),
+  SEDP_OPTION_ENUM_SPEC ("engine", "cpu", "cpu|opencl",
+                         "Which engine runs the model: the CPU engine (OpenBLAS) or the OpenCL "
+                         "engine (docs/opencl.md)"),
+  SEDP_OPTION_STRING_SPEC ("device", NULL,
+                           "engine = opencl: a device index or a unique part of \"PLATFORM: "
+                           "DEVICE\" (sedp model devices); default: the first device"),
+  SEDP_OPTION_STRING_SPEC ("streams", NULL,
+                           "engine = opencl: command queues the workers' runs are spread over, "
+                           "1 to 8 (default 1)"),
   SEDP_OPTION_END,
 };
 
 SEDP_STAGE_DEFINE (.name = "model_inference", .version = SEDP_VERSION,
                    .description = "Runs an ONNX model on the rows of frames (dense engine on "
-                                  "OpenBLAS): columns in, float32 score columns out",
+                                  "OpenBLAS, or OpenCL): columns in, float32 score columns out",
                    .license = "MIT", .scope = SEDP_SCOPE_ITEM, .options = mi_options,
                    .create = mi_create, .process = mi_process, .destroy = mi_destroy,
                    .stats = mi_stats, .writes = mi_writes);

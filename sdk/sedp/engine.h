@@ -265,6 +265,10 @@ SEDP_API char **sedp_nn_device_list (GError **error);
 SEDP_API gboolean sedp_nn_device_set_streams (SedpNnDevice *device, guint streams,
                                               GError **error);
 
+/* The device memory plans hold now: @weights, the weight store's bytes (one copy per device);
+ * @arenas, the plans' intermediate values and input slots. Thread-safe. */
+SEDP_API void sedp_nn_device_get_memory (SedpNnDevice *device, guint64 *weights, guint64 *arenas);
+
 /* The number of queues runs on @device now use (sedp_nn_device_set_streams). Thread-safe. */
 SEDP_API guint sedp_nn_device_get_streams (const SedpNnDevice *device);
 

@@ -224,6 +224,10 @@ pipeline_text (const char *model, const char *extra)
       g_string_append (s, defaults[k]);
   }
   g_string_append (s, extra ? extra : "");
+  /* The suite's second run (nn-ocl-model-inference) runs every case on the OpenCL engine. */
+  if (g_strcmp0 (g_getenv ("SEDP_TEST_ENGINE"), "opencl") == 0 &&
+      !(extra && strstr (extra, "engine =")))
+    g_string_append (s, "engine = opencl\n");
   return g_string_free (s, FALSE);
 }
 
@@ -950,6 +954,37 @@ test_create_errors (void)
   expect_create_error (param, "inputs = x=item, lo=item\n", "'lo'", "initializer");
 }
 
+/* engine = opencl's options (run by nn-ocl-model-inference only: they need a device). */
+static void
+test_engine_options (void)
+{
+  expect_create_error (model_path, "engine = opencl\ndevice = 99\n", "device = 99: out of range",
+                       "OpenCL device");
+  expect_create_error (model_path, "engine = opencl\ndevice = no such device\n",
+                       "device = no such device: no OpenCL device matches", NULL);
+  expect_create_error (model_path, "engine = opencl\nstreams = 9\n", "streams: '9' is not 1 to 8",
+                       NULL);
+  expect_create_error (model_path, "engine = opencl\nstreams = many\n",
+                       "streams: 'many' is not 1 to 8", NULL);
+  expect_create_error (model_path, "engine = gpu\n", "engine", "gpu");
+  /* device and streams under engine = cpu: a warning, and the stage runs. */
+  SedpPipeline *p = start (model_path, "engine = cpu\nstreams = 2\n");
+  sedp_pipeline_free (p);
+  /* Several streams: the scores of the first test again. */
+  p = start (model_path, "engine = opencl\nstreams = 3\nparallelism = 3\n");
+  const guint n = 24;
+  g_autofree ReqSpec *specs = default_specs (n);
+  Collector c;
+  collector_init (&c);
+  run_requests (p, &c, n, specs);
+  CU_ASSERT_EQUAL (check_scores (&c, specs, "ctr", "emb_sum", NULL), 0);
+  CU_ASSERT_EQUAL (stat_value (p, "device_streams"), 3);
+  CU_ASSERT (stat_value (p, "device_weight_bytes") > 0);
+  CU_ASSERT (stat_value (p, "device_arena_bytes") > 0);
+  collector_clear (&c);
+  sedp_pipeline_free (p);
+}
+
 /* ---- main ---- */
 
 static int
@@ -1015,5 +1050,7 @@ main (void)
   CU_add_test (s, "synth mlp", test_synth_mlp);
   CU_add_test (s, "pin_cpus", test_pin_cpus);
   CU_add_test (s, "create errors", test_create_errors);
+  if (g_strcmp0 (g_getenv ("SEDP_TEST_ENGINE"), "opencl") == 0)
+    CU_add_test (s, "engine = opencl: device and streams", test_engine_options);
   return sedp_test_run ();
 }

@@ -90,3 +90,13 @@ nn_ocl_weights_clear (SedpNnDevice *d)
 {
   g_clear_pointer (&d->weights, g_hash_table_unref);
 }
+
+void
+sedp_nn_device_get_memory (SedpNnDevice *device, guint64 *weights, guint64 *arenas)
+{
+  g_return_if_fail (device != NULL);
+  g_mutex_lock (&device->lock);
+  *weights = device->weight_bytes;
+  *arenas = device->arena_bytes;
+  g_mutex_unlock (&device->lock);
+}
