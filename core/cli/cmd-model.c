@@ -60,7 +60,8 @@ natural_batch (const SedpNnModel *model)
 
 typedef struct {
   char *engine, *device, *streams;
-  double open_ms; /* how long opening the device took */
+  double open_ms;         /* how long opening the device took */
+  gboolean auto_streams;  /* --streams auto: the caller profiles (sedp_nn_device_set_streams_auto) */
 } EngineArgs;
 
 static void
@@ -96,9 +97,10 @@ engine_open (const char *sub, EngineArgs *a, SedpNnDevice **device)
     return 2;
   }
   guint64 streams = 1;
-  if (a->streams && (!g_ascii_string_to_unsigned (a->streams, 10, 1, SEDP_NN_MAX_STREAMS, &streams,
-                                                  NULL))) {
-    g_autofree char *msg = g_strdup_printf ("--streams '%s': expected 1 to %d", a->streams,
+  a->auto_streams = g_strcmp0 (a->streams, "auto") == 0;
+  if (a->streams && !a->auto_streams &&
+      !g_ascii_string_to_unsigned (a->streams, 10, 1, SEDP_NN_MAX_STREAMS, &streams, NULL)) {
+    g_autofree char *msg = g_strdup_printf ("--streams '%s': expected 1 to %d or auto", a->streams,
                                             SEDP_NN_MAX_STREAMS);
     sedp_cli_error (sub, msg);
     return 2;
@@ -456,8 +458,9 @@ cmd_bench (int argc, char **argv)
     {"batch", 'b', 0, G_OPTION_ARG_INT64, &batch, "Rows per run (default 64)", "N"},
     ENGINE_ENTRIES (ea),
     {"streams", 0, 0, G_OPTION_ARG_STRING, &ea.streams,
-     "With --engine opencl: command queues the threads' runs are spread over, 1 to 8 (default 1)",
-     "N"},
+     "With --engine opencl: command queues the threads' runs are spread over, 1 to 8, or auto "
+     "(profiled at T threads before the measure; default 1)",
+     "N|auto"},
     {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus, "Run on these CPUs only (e.g. 1 or 0,2-3)", "LIST"},
     {"threads", 't', 0, G_OPTION_ARG_INT, &threads,
      "Threads, each running its own plan (default 1)", "T"},
@@ -545,6 +548,14 @@ cmd_bench (int argc, char **argv)
     warmup_ms += (double) (g_get_monotonic_time () - t_plan) / 1000.0;
   }
 
+  if (device && ea.auto_streams) {
+    g_autoptr (GError) error = NULL;
+    if (!sedp_nn_device_set_streams_auto (device, model, batch, (guint) threads, 150, &error)) {
+      sedp_cli_error ("model bench", error->message);
+      status = 1;
+      goto done;
+    }
+  }
   g_mutex_init (&race.lock);
   g_cond_init (&race.cond);
   for (int i = 0; i < threads; i++)
@@ -584,6 +595,8 @@ cmd_bench (int argc, char **argv)
   if (device) {
     printf ("RESULT device=%s\n", sedp_nn_device_get_label (device));
     printf ("RESULT streams=%u\n", sedp_nn_device_get_streams (device));
+    if (ea.auto_streams)
+      printf ("RESULT streams_changes=%u\n", sedp_nn_device_get_stream_changes (device));
     printf ("RESULT device_open_ms=%.1f\n", ea.open_ms);
     printf ("RESULT warmup_ms=%.1f\n", warmup_ms);
   }

@@ -496,18 +496,33 @@ warm_plan (ModelInference *mi, gint64 rows, GError **error)
   return ok;
 }
 
-/* streams = 1…8 (auto is not built yet: docs/opencl.md §5.3). */
+/* streams = 1…8 or auto (0). */
 static gboolean
 parse_streams (const char *text, guint *streams, GError **error)
 {
   guint64 v = 0;
+  if (g_strcmp0 (text, "auto") == 0) {
+    *streams = 0;
+    return TRUE;
+  }
   if (text && g_ascii_string_to_unsigned (text, 10, 1, SEDP_NN_MAX_STREAMS, &v, NULL)) {
     *streams = (guint) v;
     return TRUE;
   }
   g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_CONFIG,
-               "streams: '%s' is not 1 to %d", text ? text : "", SEDP_NN_MAX_STREAMS);
+               "streams: '%s' is not 1 to %d or auto", text ? text : "", SEDP_NN_MAX_STREAMS);
   return FALSE;
+}
+
+/* A fixed count, or auto's start profile at the stage's parallelism and largest run. */
+static gboolean
+set_streams (ModelInference *mi, guint streams, guint profile_ms, GError **error)
+{
+  if (streams > 0)
+    return sedp_nn_device_set_streams (mi->device, streams, error);
+  gint64 batch = mi->fixed_batch > 0 ? mi->fixed_batch : mi->max_batch_rows;
+  return sedp_nn_device_set_streams_auto (mi->device, mi->model, batch, mi->n_workers, profile_ms,
+                                          error);
 }
 
 /* Opens the device, sets its streams, and warms the plans of the largest and the smallest run
@@ -523,8 +538,9 @@ setup_device (ModelInference *mi, SedpStageContext *ctx, GError **error)
       g_warning ("stage '%s': device and streams apply to engine = opencl; ignored", mi->stage);
     return TRUE;
   }
-  guint streams = 1;
-  if (!parse_streams (streams_text ? streams_text : "1", &streams, error))
+  guint streams = 0;
+  guint profile_ms = (guint) sedp_stage_context_get_int (ctx, "streams_profile_ms");
+  if (!parse_streams (streams_text ? streams_text : "auto", &streams, error))
     return FALSE;
   gint64 t0 = g_get_monotonic_time ();
   GError *local = NULL;
@@ -535,19 +551,20 @@ setup_device (ModelInference *mi, SedpStageContext *ctx, GError **error)
     g_error_free (local);
     return FALSE;
   }
-  sedp_nn_device_set_streams (mi->device, streams, NULL);
   gint64 big = mi->fixed_batch > 0 ? mi->fixed_batch : mi->max_batch_rows;
   gint64 small = mi->fixed_batch > 0 ? mi->fixed_batch : mi->row_granule;
-  if (!warm_plan (mi, big, &local) || (small != big && !warm_plan (mi, small, &local))) {
+  if (!warm_plan (mi, big, &local) || (small != big && !warm_plan (mi, small, &local)) ||
+      !set_streams (mi, streams, profile_ms, &local)) {
     g_set_error (error, SEDP_STAGE_ERROR, SEDP_STAGE_ERROR_UNAVAILABLE, "model %s: %s",
                  mi->model_path, local->message);
     g_error_free (local);
     return FALSE;
   }
   mi->device_ready_ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
-  g_message ("stage '%s': OpenCL device %s ready in %.2f s (%u stream%s)", mi->stage,
-             sedp_nn_device_get_label (mi->device), mi->device_ready_ms / 1000.0, streams,
-             streams == 1 ? "" : "s");
+  guint active = sedp_nn_device_get_streams (mi->device);
+  g_message ("stage '%s': OpenCL device %s ready in %.2f s (%s%u stream%s)", mi->stage,
+             sedp_nn_device_get_label (mi->device), mi->device_ready_ms / 1000.0,
+             streams ? "" : "auto: ", active, active == 1 ? "" : "s");
   return TRUE;
 }
 
@@ -1032,6 +1049,7 @@ mi_stats (gpointer instance, SedpStats *stats)
     guint64 weights = 0, arenas = 0;
     sedp_nn_device_get_memory (mi->device, &weights, &arenas);
     sedp_stats_add (stats, "device_streams", sedp_nn_device_get_streams (mi->device));
+    sedp_stats_add (stats, "device_stream_changes", sedp_nn_device_get_stream_changes (mi->device));
     sedp_stats_add (stats, "device_weight_bytes", (double) weights);
     sedp_stats_add (stats, "device_arena_bytes", (double) arenas);
     sedp_stats_add (stats, "device_ready_seconds", mi->device_ready_ms / 1000.0);
@@ -1071,7 +1089,10 @@ static const SedpOptionSpec mi_options[] = {
                            "DEVICE\" (sedp model devices); default: the first device"),
   SEDP_OPTION_STRING_SPEC ("streams", NULL,
                            "engine = opencl: command queues the workers' runs are spread over, "
-                           "1 to 8 (default 1)"),
+                           "1 to 8, or auto: chosen per concurrency (docs/opencl.md; default auto)"),
+  SEDP_OPTION_INT_SPEC ("streams_profile_ms", "150", 0, 2000,
+                        "engine = opencl, streams = auto: how long each stream count is measured "
+                        "at start (0: learn from traffic only)"),
   SEDP_OPTION_END,
 };
 

@@ -260,10 +260,37 @@ SEDP_API char **sedp_nn_device_list (GError **error);
  * Sets how many of the device's command queues runs are spread over (docs/opencl.md §5): each
  * run takes the queue with the fewest runs in flight among the first @streams. A new device uses
  * one. Queues are created on first use and kept; runs in flight finish on the queue they
- * started on. Thread-safe. `auto` (a count chosen per concurrency) is not built yet.
+ * started on. Replaces `auto` (sedp_nn_device_set_streams_auto()). Thread-safe.
  */
 SEDP_API gboolean sedp_nn_device_set_streams (SedpNnDevice *device, guint streams,
                                               GError **error);
+
+/**
+ * sedp_nn_device_set_streams_auto:
+ * @model: the model whose runs are profiled (referenced while profiling only)
+ * @batch: the rows of a profiled run (a stage's max_batch_rows)
+ * @concurrency: how many runs are expected in flight on the device (a stage's parallelism),
+ *   1 to 64
+ * @profile_ms: how long each candidate count is measured at start; 0 skips the profile (the
+ *   count starts at min(@concurrency, 4) and is learned from traffic)
+ * @error: return location for the errors of sedp_nn_plan_new_on() and sedp_nn_plan_run()
+ *
+ * `streams = auto` (docs/opencl.md §5.3): measures rows/s with 1, 2, 3, 4, 6 and 8 streams at
+ * @concurrency (@concurrency threads, each with its own plan of @batch rows on zero inputs, for
+ * @profile_ms each after one discarded run: about 6 × @profile_ms), keeps the best (the fewest
+ * streams among rates within 2 % of the best), then follows the device's concurrency: when the
+ * runs in flight move to another bucket (1, 2, 3–4, 5–8, 9–16, 17+) for half a second, the count
+ * known for that bucket is used, or found by trying each count on the live runs for 100 ms;
+ * counts older than 10 minutes are tried again. Replaces any fixed count. Blocks while profiling;
+ * other runs on the device during the profile distort it. Thread-safe.
+ */
+SEDP_API gboolean sedp_nn_device_set_streams_auto (SedpNnDevice *device, SedpNnModel *model,
+                                                   gint64 batch, guint concurrency,
+                                                   guint profile_ms, GError **error);
+
+/* How many times `auto` changed the stream count since it was set (0 for fixed counts).
+ * Thread-safe. */
+SEDP_API guint sedp_nn_device_get_stream_changes (SedpNnDevice *device);
 
 /* The device memory plans hold now: @weights, the weight store's bytes (one copy per device);
  * @arenas, the plans' intermediate values and input slots. Thread-safe. */

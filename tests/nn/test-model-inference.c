@@ -962,10 +962,10 @@ test_engine_options (void)
                        "OpenCL device");
   expect_create_error (model_path, "engine = opencl\ndevice = no such device\n",
                        "device = no such device: no OpenCL device matches", NULL);
-  expect_create_error (model_path, "engine = opencl\nstreams = 9\n", "streams: '9' is not 1 to 8",
+  expect_create_error (model_path, "engine = opencl\nstreams = 9\n", "streams: '9' is not 1 to 8 or auto",
                        NULL);
   expect_create_error (model_path, "engine = opencl\nstreams = many\n",
-                       "streams: 'many' is not 1 to 8", NULL);
+                       "streams: 'many' is not 1 to 8 or auto", NULL);
   expect_create_error (model_path, "engine = gpu\n", "engine", "gpu");
   /* device and streams under engine = cpu: a warning, and the stage runs. */
   SedpPipeline *p = start (model_path, "engine = cpu\nstreams = 2\n");
@@ -983,6 +983,12 @@ test_engine_options (void)
   CU_ASSERT (stat_value (p, "device_arena_bytes") > 0);
   collector_clear (&c);
   sedp_pipeline_free (p);
+  /* auto without a profile starts at min(parallelism, 4) streams. */
+  p = start (model_path, "engine = opencl\nstreams = auto\nstreams_profile_ms = 0\n");
+  CU_ASSERT_EQUAL (stat_value (p, "device_streams"), 2);
+  sedp_pipeline_free (p);
+  expect_create_error (model_path, "engine = opencl\nstreams_profile_ms = 3000\n",
+                       "streams_profile_ms", "3000");
 }
 
 /* ---- main ---- */

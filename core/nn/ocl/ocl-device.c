@@ -210,6 +210,7 @@ device_free (SedpNnDevice *d)
   nn_ocl_program_clear (d);
   g_mutex_clear (&d->lock);
   g_mutex_clear (&d->blas_lock);
+  g_mutex_clear (&d->auto_lock);
   if (d->context)
     clReleaseContext (d->context);
   g_free (d->label);
@@ -246,6 +247,7 @@ device_new (const OclEntry *e, guint index, GError **error)
   d->active = 1;
   g_mutex_init (&d->lock);
   g_mutex_init (&d->blas_lock);
+  g_mutex_init (&d->auto_lock);
   d->index = index;
   d->name = g_strdup (e->name);
   d->label = g_strdup_printf ("%u (%s)", index, e->name);

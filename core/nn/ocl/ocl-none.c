@@ -88,3 +88,17 @@ sedp_nn_device_get_memory (SedpNnDevice *device, guint64 *weights, guint64 *aren
 {
   *weights = *arenas = 0;
 }
+
+gboolean
+sedp_nn_device_set_streams_auto (SedpNnDevice *device, SedpNnModel *model, gint64 batch,
+                                 guint concurrency, guint profile_ms, GError **error)
+{
+  without_opencl (error);
+  return FALSE;
+}
+
+guint
+sedp_nn_device_get_stream_changes (SedpNnDevice *device)
+{
+  return 0;
+}

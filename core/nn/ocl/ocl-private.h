@@ -62,15 +62,22 @@ struct _SedpNnDevice {
   gint active;                /* atomic: streams runs may use, 1..SEDP_NN_MAX_STREAMS */
   gint rr;                    /* atomic: where the least-loaded search starts */
   GMutex blas_lock;           /* serialises CLBlast calls (its cache's race, opencl.md §12.1) */
+  gint in_flight;             /* atomic: runs picked and not done, over all streams */
+  GMutex auto_lock;
+  struct _NnAuto *autoc;      /* streams = auto: the controller (ocl-auto.c), else NULL; under
+                               * auto_lock */
 };
 
 /* ---- streams (ocl-streams.c) ---- */
 
 /* The active stream with the fewest runs in flight (creating its queue on first use), its
- * in-flight count raised; NULL with an error when the queue cannot be created. */
-OclStream *nn_ocl_stream_pick (SedpNnDevice *d, GError **error);
-/* The run picked on @s has finished. */
-void nn_ocl_stream_done (OclStream *s);
+ * in-flight count and the device's raised; @concurrency: the device's runs in flight with this
+ * one. NULL with an error when the queue cannot be created. */
+OclStream *nn_ocl_stream_pick (SedpNnDevice *d, guint *concurrency, GError **error);
+/* The run picked on @s, of @rows rows, has finished: feeds the auto controller if there is one. */
+void nn_ocl_stream_done (SedpNnDevice *d, OclStream *s, guint64 rows, guint concurrency);
+/* Installs the auto controller @autoc (taken; NULL: fixed counts), freeing the previous one. */
+void nn_ocl_set_auto (SedpNnDevice *d, struct _NnAuto *autoc);
 /* The queue every upload at plan time goes through (stream 0), NULL with an error. */
 cl_command_queue nn_ocl_setup_queue (SedpNnDevice *d, GError **error);
 /* Releases the queues (device close). */

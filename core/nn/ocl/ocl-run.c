@@ -138,7 +138,8 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
                  GError **error)
 {
   OclPlan *o = p->ocl;
-  OclStream *stream = nn_ocl_stream_pick (o->device, error);
+  guint concurrency = 1;
+  OclStream *stream = nn_ocl_stream_pick (o->device, &concurrency, error);
   if (stream == NULL)
     return FALSE;
   cl_command_queue q = stream->queue;
@@ -157,7 +158,7 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
   }
   if (!ok)
     clFinish (q); /* nothing of this run may still read the caller's inputs */
-  nn_ocl_stream_done (stream);
+  nn_ocl_stream_done (o->device, stream, ok ? (guint64) p->batch : 0, concurrency);
   if (ok)
     fill_outputs (o, n_outputs, outputs);
   return ok;

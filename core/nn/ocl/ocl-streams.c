@@ -3,6 +3,8 @@
  * sedp_nn_device_set_streams. */
 #include "ocl-private.h"
 
+#include "ocl-auto.h"
+
 /* Creates stream @k's queue if it has none yet (under the device's lock). */
 static cl_command_queue
 stream_queue (SedpNnDevice *d, guint k, GError **error)
@@ -25,7 +27,7 @@ stream_queue (SedpNnDevice *d, guint k, GError **error)
 }
 
 OclStream *
-nn_ocl_stream_pick (SedpNnDevice *d, GError **error)
+nn_ocl_stream_pick (SedpNnDevice *d, guint *concurrency, GError **error)
 {
   guint active = (guint) g_atomic_int_get (&d->active);
   guint start = (guint) g_atomic_int_add (&d->rr, 1) % active, best = start;
@@ -41,13 +43,36 @@ nn_ocl_stream_pick (SedpNnDevice *d, GError **error)
   if (stream_queue (d, best, error) == NULL)
     return NULL;
   g_atomic_int_inc (&d->streams[best].in_flight);
+  *concurrency = (guint) g_atomic_int_add (&d->in_flight, 1) + 1;
   return &d->streams[best];
 }
 
 void
-nn_ocl_stream_done (OclStream *s)
+nn_ocl_stream_done (SedpNnDevice *d, OclStream *s, guint64 rows, guint concurrency)
 {
   g_atomic_int_add (&s->in_flight, -1);
+  g_atomic_int_add (&d->in_flight, -1);
+  if (g_atomic_pointer_get (&d->autoc) == NULL)
+    return;
+  g_mutex_lock (&d->auto_lock);
+  if (d->autoc) {
+    guint streams = nn_auto_observe (d->autoc, g_get_monotonic_time (), concurrency, rows);
+    g_atomic_int_set (&d->active, (gint) streams);
+  }
+  g_mutex_unlock (&d->auto_lock);
+}
+
+/* Installs @autoc (NULL: fixed counts) and frees the previous controller. */
+void
+nn_ocl_set_auto (SedpNnDevice *d, struct _NnAuto *autoc)
+{
+  g_mutex_lock (&d->auto_lock);
+  struct _NnAuto *old = d->autoc;
+  g_atomic_pointer_set (&d->autoc, autoc);
+  if (autoc)
+    g_atomic_int_set (&d->active, (gint) nn_auto_streams (autoc));
+  g_mutex_unlock (&d->auto_lock);
+  nn_auto_free (old);
 }
 
 cl_command_queue
@@ -59,6 +84,7 @@ nn_ocl_setup_queue (SedpNnDevice *d, GError **error)
 void
 nn_ocl_streams_clear (SedpNnDevice *d)
 {
+  nn_ocl_set_auto (d, NULL);
   for (guint k = 0; k < SEDP_NN_MAX_STREAMS; k++)
     if (d->streams[k].queue) {
       clReleaseCommandQueue (d->streams[k].queue);
@@ -76,6 +102,7 @@ sedp_nn_device_set_streams (SedpNnDevice *device, guint streams, GError **error)
                  device->label);
     return FALSE;
   }
+  nn_ocl_set_auto (device, NULL);
   g_atomic_int_set (&device->active, (gint) streams);
   return TRUE;
 }
@@ -85,4 +112,14 @@ sedp_nn_device_get_streams (const SedpNnDevice *device)
 {
   g_return_val_if_fail (device != NULL, 0);
   return (guint) g_atomic_int_get ((gint *) &device->active);
+}
+
+guint
+sedp_nn_device_get_stream_changes (SedpNnDevice *device)
+{
+  g_return_val_if_fail (device != NULL, 0);
+  g_mutex_lock (&device->auto_lock);
+  guint n = device->autoc ? nn_auto_changes (device->autoc) : 0;
+  g_mutex_unlock (&device->auto_lock);
+  return n;
 }
