@@ -317,9 +317,108 @@ test_streams_concurrent (void)
   CU_ASSERT_TRUE (sedp_nn_device_set_streams (device, 1, &error));
 }
 
-int
-main (void)
+/* ---- errors ---- */
+
+/* A run whose event fails (CL_OUT_OF_RESOURCES, through the test hook): that run's error, then
+ * every later run refused as the device is lost, the process up; reopening gives a working
+ * device. Runs last: it closes the suite's device. */
+static void
+test_device_lost (void)
 {
+  SedpNnSynthOptions o;
+  CU_ASSERT_TRUE_FATAL (sedp_nn_synth_options_init (&o, "small", "mlp"));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SedpNnModel) m = sedp_nn_synth ("mlp", 7, &o, &error);
+  SedpNnPlan *p = sedp_nn_plan_new_on (m, 4, device, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
+  GRand *rng = g_rand_new_with_seed (3);
+  g_autoptr (GPtrArray) in = ocl_test_inputs (m, p, rng);
+  g_rand_free (rng);
+  g_autofree SedpNnTensor *args = g_new0 (SedpNnTensor, in->len);
+  for (guint k = 0; k < in->len; k++)
+    args[k] = *(SedpNnTensor *) in->pdata[k];
+  SedpNnTensor out;
+  CU_ASSERT_TRUE (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
+  nn_ocl_test_fail_next_run (CL_OUT_OF_RESOURCES);
+  CU_ASSERT_FALSE (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
+  g_autofree char *want = g_strdup_printf ("OpenCL device %s: a run of model '%s' at batch 4 failed: "
+                                           "CL_OUT_OF_RESOURCES (-5)",
+                                           sedp_nn_device_get_label (device), m->graph_name);
+  CU_ASSERT_TRUE (g_error_matches (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE));
+  if (error && strcmp (error->message, want) != 0)
+    fprintf (stderr, "\n  got  '%s'\n  want '%s'", error->message, want);
+  CU_ASSERT_STRING_EQUAL (error ? error->message : "", want);
+  g_clear_error (&error);
+  CU_ASSERT_FALSE (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
+  CU_ASSERT_TRUE (error && strstr (error->message, "is lost (since ") &&
+                  strstr (error->message, "reload the stage to reopen it"));
+  g_clear_error (&error);
+  sedp_nn_plan_free (p);
+  sedp_nn_device_unref (device);
+  CU_ASSERT_EQUAL (nn_ocl_test_n_open (), 0);
+  device = sedp_nn_device_open (NULL, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (device);
+  p = sedp_nn_plan_new_on (m, 4, device, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (p);
+  CU_ASSERT_TRUE (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
+  sedp_nn_plan_free (p);
+}
+
+/* In a child with POCL_MEMORY_LIMIT=1 (256 MiB per buffer): a plan whose intermediate values need
+ * more is refused when it is made, with the figures and the fix; a smaller batch is fine. */
+static int
+child_arena_limit (void)
+{
+  g_autoptr (GError) error = NULL;
+  SedpNnDevice *d = sedp_nn_device_open (NULL, &error);
+  if (d == NULL)
+    return 3;
+  GRand *rng = g_rand_new_with_seed (1);
+  g_autofree float *w = rand_floats (rng, 256 * 1024, -1, 1);
+  g_rand_free (rng);
+  g_autoptr (SedpNnModel) m = tb_new (17);
+  tb_input (m, "X", SEDP_NN_FLOAT, 2, I64 (-1, 256));
+  tb_init_f (m, "W", 2, I64 (256, 1024), w);
+  tb_node (m, "MatMul", "mm", "X,W", "Y");
+  tb_output (m, "Y", SEDP_NN_FLOAT, -1, NULL);
+  SedpNnPlan *small = sedp_nn_plan_new_on (m, 1024, d, &error);
+  SedpNnPlan *big = small ? sedp_nn_plan_new_on (m, 131072, d, &error) : NULL;
+  printf ("%s\n", error ? error->message : "(no error)");
+  int status = small && big == NULL && g_error_matches (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE) ? 0 : 4;
+  sedp_nn_plan_free (big);
+  sedp_nn_plan_free (small);
+  sedp_nn_device_unref (d);
+  return status;
+}
+
+static char *self_exe;
+
+static void
+test_arena_limit (void)
+{
+  char *argv[] = {self_exe, "--child", "arena", NULL};
+  g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "POCL_MEMORY_LIMIT", "1", TRUE);
+  g_autofree char *out = NULL;
+  int status = -1;
+  CU_ASSERT_TRUE_FATAL (g_spawn_sync (NULL, argv, env, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL,
+                                      &status, NULL));
+  CU_ASSERT_TRUE (g_spawn_check_wait_status (status, NULL));
+  /* 131072 × 1024 floats of Y and 131072 × 256 of X's slot: 640 MiB. */
+  const char *want = "at batch 131072 the intermediate values need 640.0 MiB in one buffer, "
+                     "OpenCL device 0 (";
+  if (!out || !strstr (out, want))
+    fprintf (stderr, "\n  child said: %s", out ? out : "(nothing)");
+  CU_ASSERT_PTR_NOT_NULL (out ? strstr (out, want) : NULL);
+  CU_ASSERT_PTR_NOT_NULL (out ? strstr (out, "allows 256.0 MiB per buffer "
+                                            "(CL_DEVICE_MAX_MEM_ALLOC_SIZE): lower max_batch_rows")
+                              : NULL);
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc == 3 && strcmp (argv[1], "--child") == 0 && strcmp (argv[2], "arena") == 0)
+    return child_arena_limit ();
   int skip = ocl_test_no_platform_status ("test-ocl-plan");
   if (skip)
     return skip;
@@ -340,7 +439,12 @@ main (void)
   CU_add_test (s, "a plan specialised on a parameter", test_specialised);
   CU_add_test (s, "the same inputs give the same bits", test_deterministic);
   CU_add_test (s, "streams 1, 3 and 8 under 16 threads", test_streams_concurrent);
+  self_exe = g_file_read_link ("/proc/self/exe", NULL);
+  if (!valgrind)
+    CU_add_test (s, "a plan over the device's buffer limit", test_arena_limit);
+  CU_add_test (s, "a device lost at run time", test_device_lost);
   int status = sedp_test_run ();
   sedp_nn_device_unref (device);
+  g_free (self_exe);
   return status;
 }

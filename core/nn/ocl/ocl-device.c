@@ -215,6 +215,7 @@ device_free (SedpNnDevice *d)
     clReleaseContext (d->context);
   g_free (d->label);
   g_free (d->name);
+  g_free (d->lost);
   g_free (d);
 }
 

@@ -66,6 +66,7 @@ struct _SedpNnDevice {
   GMutex auto_lock;
   struct _NnAuto *autoc;      /* streams = auto: the controller (ocl-auto.c), else NULL; under
                                * auto_lock */
+  char *lost;                 /* set once (under lock) when a run found the device gone: why */
 };
 
 /* ---- streams (ocl-streams.c) ---- */
@@ -183,6 +184,13 @@ void nn_ocl_add_host (OclPlan *o, const Step *s);
 void nn_ocl_node_error (GError **error, const OclPlan *o, const Step *s, const char *what,
                         cl_int code);
 
+/* Whether a run's failure @code means the device is gone (CL_DEVICE_NOT_AVAILABLE,
+ * CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY, an event's failure): the device is then marked lost
+ * with @why, and later runs fail at once (ocl-run.c). */
+gboolean nn_ocl_mark_lost (SedpNnDevice *d, cl_int code, const char *why);
+/* The SEDP_NN_ERROR_DEVICE error of a run on a lost device; FALSE when it is not lost. */
+gboolean nn_ocl_check_lost (SedpNnDevice *d, GError **error);
+
 /* Lowers CPU step @s, appending its commands; FALSE with an error naming the node. */
 typedef gboolean (*OclLowerFn) (OclPlan *o, const Step *s, GError **error);
 /* The lowering per NnKernelId (ocl-lower.c); NULL: the host fallback. */
@@ -233,5 +241,8 @@ SEDP_API size_t nn_ocl_global_size (size_t n, size_t local_size);
 /* Appends @source (NULL: nothing) to the program of devices opened afterwards: the test of a
  * program that does not build. Not thread-safe; tests only. */
 SEDP_API void nn_ocl_test_set_extra_source (const char *source);
+/* Makes the next run on any device end as if its commands' event had reported @code (a
+ * negative OpenCL status, e.g. CL_OUT_OF_RESOURCES): the test of a device lost at run time. */
+SEDP_API void nn_ocl_test_fail_next_run (cl_int code);
 /* How many devices are open in this process (the registry's size). */
 SEDP_API guint nn_ocl_test_n_open (void);

@@ -7,6 +7,41 @@
 
 #include "../exec/plan-private.h"
 
+static gint test_fail_code; /* nn_ocl_test_fail_next_run (atomic) */
+
+void
+nn_ocl_test_fail_next_run (cl_int code)
+{
+  g_atomic_int_set (&test_fail_code, code);
+}
+
+gboolean
+nn_ocl_mark_lost (SedpNnDevice *d, cl_int code, const char *why)
+{
+  if (code != CL_DEVICE_NOT_AVAILABLE && code != CL_OUT_OF_RESOURCES &&
+      code != CL_OUT_OF_HOST_MEMORY && code != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    return FALSE;
+  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+  g_autofree char *when = g_date_time_format (now, "%H:%M:%S");
+  g_mutex_lock (&d->lock);
+  if (d->lost == NULL)
+    d->lost = g_strdup_printf ("since %s: %s: %s (%d)", when, why, nn_ocl_error_name (code), code);
+  g_mutex_unlock (&d->lock);
+  return TRUE;
+}
+
+gboolean
+nn_ocl_check_lost (SedpNnDevice *d, GError **error)
+{
+  g_mutex_lock (&d->lock);
+  if (d->lost)
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE,
+                 "OpenCL device %s is lost (%s); reload the stage to reopen it", d->label, d->lost);
+  gboolean lost = d->lost != NULL;
+  g_mutex_unlock (&d->lock);
+  return lost;
+}
+
 /* Reads the bytes of device value @v (a TEMP root) into the CPU plan's arena. */
 static cl_int
 read_back (OclPlan *o, cl_command_queue q, int v)
@@ -118,6 +153,9 @@ download_outputs (OclPlan *o, cl_command_queue q)
     clGetEventInfo (done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     clReleaseEvent (done);
   }
+  cl_int injected = g_atomic_int_and (&test_fail_code, 0);
+  if (injected)
+    status = injected;
   return rc != CL_SUCCESS ? rc : status < 0 ? status : CL_SUCCESS;
 }
 
@@ -138,6 +176,8 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
                  GError **error)
 {
   OclPlan *o = p->ocl;
+  if (nn_ocl_check_lost (o->device, error))
+    return FALSE;
   guint concurrency = 1;
   OclStream *stream = nn_ocl_stream_pick (o->device, &concurrency, error);
   if (stream == NULL)
@@ -153,7 +193,11 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
   for (guint i = 0; ok && i < o->cmds->len; i++)
     ok = run_cmd (o, &g_array_index (o->cmds, OclCmd, i), q, error);
   if (ok && (rc = download_outputs (o, q)) != CL_SUCCESS) {
-    nn_ocl_set_error (error, o->device, "running the plan", rc);
+    g_autofree char *what = g_strdup_printf ("a run of model '%s' at batch %" G_GINT64_FORMAT
+                                             " failed", p->model->graph_name ? p->model->graph_name : "",
+                                             p->batch);
+    nn_ocl_mark_lost (o->device, rc, what);
+    nn_ocl_set_error (error, o->device, what, rc);
     ok = FALSE;
   }
   if (!ok)
