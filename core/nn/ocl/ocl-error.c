@@ -89,3 +89,12 @@ nn_ocl_set_error (GError **error, const SedpNnDevice *d, const char *what, cl_in
   g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE, "OpenCL device %s: %s: %s (%d)",
                d->label, what, nn_ocl_error_name (code), (int) code);
 }
+
+char *
+nn_ocl_size (guint64 bytes)
+{
+  g_autofree char *s = g_format_size_full (bytes, G_FORMAT_SIZE_IEC_UNITS);
+  GString *out = g_string_new (s);
+  g_string_replace (out, "\u00a0", " ", 0); /* GLib puts a no-break space before the unit */
+  return g_string_free (out, FALSE);
+}

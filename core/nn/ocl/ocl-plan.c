@@ -175,8 +175,8 @@ make_arena (OclPlan *o, GError **error)
   }
   o->arena_bytes = MAX (size, 64);
   if (o->arena_bytes > d->max_alloc) {
-    g_autofree char *have = g_format_size_full (o->arena_bytes, G_FORMAT_SIZE_IEC_UNITS);
-    g_autofree char *max = g_format_size_full (d->max_alloc, G_FORMAT_SIZE_IEC_UNITS);
+    g_autofree char *have = nn_ocl_size (o->arena_bytes);
+    g_autofree char *max = nn_ocl_size (d->max_alloc);
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE,
                  "at batch %" G_GINT64_FORMAT " the intermediate values need %s in one buffer, "
                  "OpenCL device %s allows %s per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE): lower "

@@ -207,6 +207,9 @@ extern const char nn_ocl_kernels_source[];
 /* "CL_BUILD_PROGRAM_FAILURE", …, or "an unknown OpenCL error" (static strings; ocl-error.c). */
 SEDP_API const char *nn_ocl_error_name (cl_int code);
 
+/* "640.0 MiB" (IEC units, an ordinary space), for messages. Free with g_free. */
+char *nn_ocl_size (guint64 bytes);
+
 /* Sets a SEDP_NN_ERROR_DEVICE error "OpenCL device LABEL: WHAT: CL_NAME (CODE)" for a failed
  * call @what on @d. */
 void nn_ocl_set_error (GError **error, const SedpNnDevice *d, const char *what, cl_int code);

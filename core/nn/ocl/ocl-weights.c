@@ -26,8 +26,8 @@ static OclWeight *
 weight_upload (SedpNnDevice *d, gconstpointer host, gsize bytes, const char *what, GError **error)
 {
   if (bytes > d->max_alloc) {
-    g_autofree char *have = g_format_size_full (bytes, G_FORMAT_SIZE_IEC_UNITS);
-    g_autofree char *max = g_format_size_full (d->max_alloc, G_FORMAT_SIZE_IEC_UNITS);
+    g_autofree char *have = nn_ocl_size (bytes);
+    g_autofree char *max = nn_ocl_size (d->max_alloc);
     g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE,
                  "%s needs %s in one buffer, OpenCL device %s allows %s per buffer "
                  "(CL_DEVICE_MAX_MEM_ALLOC_SIZE): use engine = cpu for this model", what, have,
