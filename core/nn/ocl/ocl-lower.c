@@ -14,6 +14,13 @@ nn_ocl_lowering (guint kernel_id)
   static const OclLowerFn table[NN_KERNEL_N] = {
     [NN_KERNEL_GEMM] = nn_ocl_lower_gemm,
     [NN_KERNEL_MATMUL_BATCHED] = nn_ocl_lower_matmul_batched,
+    [NN_KERNEL_REDUCE] = nn_ocl_lower_reduce,
+    [NN_KERNEL_SOFTMAX] = nn_ocl_lower_softmax,
+    [NN_KERNEL_LAYERNORM] = nn_ocl_lower_layernorm,
+    [NN_KERNEL_BATCHNORM] = nn_ocl_lower_batchnorm,
+    [NN_KERNEL_ARG] = nn_ocl_lower_arg,
+    [NN_KERNEL_TOPK] = nn_ocl_lower_topk,
+    [NN_KERNEL_CUMSUM] = nn_ocl_lower_cumsum,
   };
   return kernel_id < NN_KERNEL_N ? table[kernel_id] : NULL;
 }

@@ -198,6 +198,15 @@ OclLowerFn nn_ocl_lowering (guint kernel_id);
 
 gboolean nn_ocl_lower_gemm (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_matmul_batched (OclPlan *o, const Step *s, GError **error);
+/* lower-reduce.c: NN_KERNEL_REDUCE, NN_KERNEL_ARG, NN_KERNEL_TOPK, NN_KERNEL_CUMSUM. */
+gboolean nn_ocl_lower_reduce (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_arg (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_topk (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_cumsum (OclPlan *o, const Step *s, GError **error);
+/* lower-norm.c: NN_KERNEL_SOFTMAX, NN_KERNEL_LAYERNORM, NN_KERNEL_BATCHNORM. */
+gboolean nn_ocl_lower_softmax (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_layernorm (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_batchnorm (OclPlan *o, const Step *s, GError **error);
 /* Enqueues a GEMM command on @queue (under the device's blas_lock). */
 cl_int nn_ocl_gemm_enqueue (OclPlan *o, const OclCmd *c, cl_command_queue queue);
 

@@ -3,6 +3,8 @@
  * initializer is found by its address, a plan-made value by the SHA-256 of its bytes. */
 #include "ocl-private.h"
 
+#include <string.h>
+
 static char *
 weight_key (gconstpointer host, gsize bytes, gboolean stable)
 {
@@ -36,6 +38,11 @@ weight_upload (SedpNnDevice *d, gconstpointer host, gsize bytes, const char *wha
   }
   cl_int rc = CL_SUCCESS;
   cl_mem_flags flags = CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0);
+  /* The buffer is at least 64 bytes and CL_MEM_COPY_HOST_PTR reads all of it: a smaller
+   * constant is copied from a zero-padded block. */
+  guint8 small[64] = {0};
+  if (bytes > 0 && bytes < sizeof small)
+    host = memcpy (small, host, bytes);
   cl_mem mem = clCreateBuffer (d->context, flags, MAX (bytes, 64), bytes ? (void *) host : NULL, &rc);
   if (mem == NULL || rc != CL_SUCCESS) {
     g_autofree char *w = g_strdup_printf ("uploading %s (%zu bytes)", what, bytes);
