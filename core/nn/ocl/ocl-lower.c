@@ -14,6 +14,15 @@ nn_ocl_lowering (guint kernel_id)
   static const OclLowerFn table[NN_KERNEL_N] = {
     [NN_KERNEL_GEMM] = nn_ocl_lower_gemm,
     [NN_KERNEL_MATMUL_BATCHED] = nn_ocl_lower_matmul_batched,
+    [NN_KERNEL_STRIDED_COPY] = nn_ocl_lower_strided_copy,
+    [NN_KERNEL_TILE] = nn_ocl_lower_strided_copy,
+    [NN_KERNEL_CONCAT] = nn_ocl_lower_concat,
+    [NN_KERNEL_SPLIT] = nn_ocl_lower_split,
+    [NN_KERNEL_GATHER] = nn_ocl_lower_gather,
+    [NN_KERNEL_GATHER_ELEMENTS] = nn_ocl_lower_gather_elements,
+    [NN_KERNEL_EMBEDDING_BAG] = nn_ocl_lower_embedding_bag,
+    [NN_KERNEL_ONEHOT] = nn_ocl_lower_onehot,
+    [NN_KERNEL_TRILU] = nn_ocl_lower_trilu,
   };
   return kernel_id < NN_KERNEL_N ? table[kernel_id] : NULL;
 }

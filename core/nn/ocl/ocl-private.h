@@ -206,6 +206,16 @@ OclLowerFn nn_ocl_lowering (guint kernel_id);
 
 gboolean nn_ocl_lower_gemm (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_matmul_batched (OclPlan *o, const Step *s, GError **error);
+/* Data movement (lower-copy.c): Transpose, Slice, Expand, Tile; Concat; Split. */
+gboolean nn_ocl_lower_strided_copy (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_concat (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_split (OclPlan *o, const Step *s, GError **error);
+/* Index operators (lower-index.c); the first three use a status word. */
+gboolean nn_ocl_lower_gather (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_embedding_bag (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_gather_elements (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_onehot (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_trilu (OclPlan *o, const Step *s, GError **error);
 /* Enqueues a GEMM command on @queue (under the device's blas_lock). */
 cl_int nn_ocl_gemm_enqueue (OclPlan *o, const OclCmd *c, cl_command_queue queue);
 
