@@ -525,6 +525,40 @@ test_index_errors (void)
   bad_then_good (ge_m, 2, b4, g4, "node 'ge' (GatherElements): index 4 out of range [-4, 4)");
 }
 
+/* A device that reports a bad index the CPU does not find: the gather command's axis_len
+ * argument (its 10th) lowered from 10 to 2 through the OpenCL API, as a faulty device would
+ * misread it; then restored, and the plan runs as before. */
+static void
+test_faulty_device (void)
+{
+  g_autoptr (SedpNnModel) m = lookup_model ();
+  g_autoptr (GError) error = NULL;
+  SedpNnPlan *ocl = sedp_nn_plan_new_on (m, 2, device, &error);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (ocl);
+  OclPlan *o = ((Plan *) ocl)->ocl;
+  CU_ASSERT_EQUAL_FATAL (o->cmds->len, 1);
+  OclCmd *c = &g_array_index (o->cmds, OclCmd, 0);
+  CU_ASSERT_STRING_EQUAL_FATAL (c->what, "gather");
+  const gint64 ids[6] = {0, 1, 5, 1, 0, 1};
+  SedpNnTensor in = TT (SEDP_NN_INT64, ids, 2, 3), out;
+  cl_long len = 2;
+  CU_ASSERT_EQUAL_FATAL (clSetKernelArg (c->kernel, 9, sizeof len, &len), CL_SUCCESS);
+  CU_ASSERT_FALSE (sedp_nn_plan_run (ocl, 1, &in, 1, &out, &error));
+  g_autofree char *want = g_strdup_printf ("node 'lookup' (Gather): OpenCL device %s reported an "
+                                           "index out of range that the CPU engine did not find; "
+                                           "the device may be faulty",
+                                           sedp_nn_device_get_label (device));
+  CU_ASSERT_PTR_NOT_NULL_FATAL (error);
+  CU_ASSERT_STRING_EQUAL (error->message, want);
+  CU_ASSERT_TRUE (g_error_matches (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE));
+  g_clear_error (&error);
+  len = 10;
+  CU_ASSERT_EQUAL_FATAL (clSetKernelArg (c->kernel, 9, sizeof len, &len), CL_SUCCESS);
+  CU_ASSERT_TRUE (sedp_nn_plan_run (ocl, 1, &in, 1, &out, &error));
+  CU_ASSERT_EQUAL (((const float *) out.data)[2 * 4 + 1], (float) (sin (21 * 1.7) * 1e3));
+  sedp_nn_plan_free (ocl);
+}
+
 int
 main (void)
 {
@@ -542,6 +576,7 @@ main (void)
     return 1;
   CU_pSuite s = CU_add_suite ("nn-ocl-ops-index", NULL, NULL);
   CU_add_test (s, "an index out of range: the CPU's message, then a good run", test_index_errors);
+  CU_add_test (s, "a device that reports a bad index the CPU does not find", test_faulty_device);
   CU_add_test (s, "gather: axes, int32 and int64, negative indices", test_gather);
   CU_add_test (s, "the embedding bag: sum and mean", test_embedding_bag);
   if (!valgrind) {
