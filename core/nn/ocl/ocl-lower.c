@@ -21,6 +21,15 @@ nn_ocl_lowering (guint kernel_id)
     [NN_KERNEL_ARG] = nn_ocl_lower_arg,
     [NN_KERNEL_TOPK] = nn_ocl_lower_topk,
     [NN_KERNEL_CUMSUM] = nn_ocl_lower_cumsum,
+    [NN_KERNEL_STRIDED_COPY] = nn_ocl_lower_strided_copy,
+    [NN_KERNEL_TILE] = nn_ocl_lower_strided_copy,
+    [NN_KERNEL_CONCAT] = nn_ocl_lower_concat,
+    [NN_KERNEL_SPLIT] = nn_ocl_lower_split,
+    [NN_KERNEL_GATHER] = nn_ocl_lower_gather,
+    [NN_KERNEL_GATHER_ELEMENTS] = nn_ocl_lower_gather_elements,
+    [NN_KERNEL_EMBEDDING_BAG] = nn_ocl_lower_embedding_bag,
+    [NN_KERNEL_ONEHOT] = nn_ocl_lower_onehot,
+    [NN_KERNEL_TRILU] = nn_ocl_lower_trilu,
   };
   return kernel_id < NN_KERNEL_N ? table[kernel_id] : NULL;
 }

@@ -139,6 +139,13 @@ nn_ocl_add_kernel (OclPlan *o, const Step *s, const char *name, guint64 n, GErro
   return TRUE;
 }
 
+guint64
+nn_ocl_status_word (OclPlan *o, const Step *s)
+{
+  o->n_status++;
+  return o->status_offset / sizeof (guint32) + (guint64) (s - (const Step *) o->cpu->steps->data);
+}
+
 void
 nn_ocl_add_host (OclPlan *o, const Step *s)
 {
@@ -161,7 +168,7 @@ cmd_clear (OclCmd *c)
 
 /* ---- lowering ---- */
 
-/* The arena: the CPU plan's temps, then one slot per graph input. */
+/* The arena: the CPU plan's temps, then one slot per graph input, then a status word per step. */
 static gboolean
 make_arena (OclPlan *o, GError **error)
 {
@@ -173,6 +180,8 @@ make_arena (OclPlan *o, GError **error)
     o->input_offset[i] = size;
     size += ALIGN_UP (sedp_nn_tensor_nbytes (&p->input_info[i]), 64);
   }
+  o->status_offset = size;
+  size += ALIGN_UP (sizeof (guint32) * p->steps->len, 64);
   o->arena_bytes = MAX (size, 64);
   if (o->arena_bytes > d->max_alloc) {
     g_autofree char *have = nn_ocl_size (o->arena_bytes);
@@ -243,6 +252,7 @@ nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error)
   o->weights = g_new0 (OclWeight *, MAX (p->n_values, 1));
   o->cmds = g_array_new (FALSE, TRUE, sizeof (OclCmd));
   o->uploads = g_ptr_array_new ();
+  o->host_status = g_new0 (guint32, MAX (p->steps->len, 1));
   p->ocl = o;
   if (!make_arena (o, error))
     return FALSE;
@@ -286,6 +296,7 @@ nn_ocl_plan_free (OclPlan *o)
   g_free (o->input_offset);
   g_free (o->out_offset);
   g_free (o->host_out);
+  g_free (o->host_status);
   g_free (o);
 }
 

@@ -160,6 +160,9 @@ typedef struct _OclPlan {
   cl_mem gemm_temp;         /* CLBlast's temporary buffer, the largest a GEMM needs */
   guint8 *host_out;         /* outputs downloaded here (owned, aligned) */
   gsize *out_offset;        /* per graph output: its place in host_out, G_MAXSIZE: not on device */
+  guint64 status_offset;    /* the status words (one guint32 per step) after the input slots */
+  guint n_status;           /* steps that use theirs (nn_ocl_status_word): 0, none downloaded */
+  guint32 *host_status;     /* per step: its word downloaded with the outputs (owned) */
 } OclPlan;
 
 /* The device-side place of value @v of the plan (its alias root's), uploading the constant it is
@@ -178,6 +181,11 @@ gboolean nn_ocl_upload (OclPlan *o, gconstpointer data, gsize bytes, const char 
  * FALSE with an error naming the node and the device. */
 gboolean nn_ocl_add_kernel (OclPlan *o, const Step *s, const char *name, guint64 n, GError **error,
                             const char *fmt, ...);
+/* The status word of index-reading step @s (docs/opencl.md §7), as an offset in guint32s in
+ * o->arena (a kernel's `__global uint *st, ulong st_off`: bind 'm' o->arena, 'u' this). Zeroed
+ * at each run's start and downloaded with the outputs; a kernel sets it (to non-zero) on a bad
+ * index, and the run then takes the CPU engine's message from a re-run on the CPU plan. */
+guint64 nn_ocl_status_word (OclPlan *o, const Step *s);
 /* Appends a command that runs @s on the host (the fallback). */
 void nn_ocl_add_host (OclPlan *o, const Step *s);
 /* An error "OpenCL device LABEL: node 'NAME' (OP): WHAT: CL_NAME (CODE)". */
@@ -207,6 +215,16 @@ gboolean nn_ocl_lower_cumsum (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_softmax (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_layernorm (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_batchnorm (OclPlan *o, const Step *s, GError **error);
+/* Data movement (lower-copy.c): Transpose, Slice, Expand, Tile; Concat; Split. */
+gboolean nn_ocl_lower_strided_copy (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_concat (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_split (OclPlan *o, const Step *s, GError **error);
+/* Index operators (lower-index.c); the first three use a status word. */
+gboolean nn_ocl_lower_gather (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_embedding_bag (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_gather_elements (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_onehot (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_trilu (OclPlan *o, const Step *s, GError **error);
 /* Enqueues a GEMM command on @queue (under the device's blas_lock). */
 cl_int nn_ocl_gemm_enqueue (OclPlan *o, const OclCmd *c, cl_command_queue queue);
 

@@ -124,12 +124,63 @@ upload_inputs (OclPlan *o, cl_command_queue q, const SedpNnTensor *inputs)
   return rc;
 }
 
-/* Enqueues the downloads and a marker after them; waits for it. */
+/* ---- the status words of index-reading steps (docs/opencl.md §7) ---- */
+
+static gsize
+status_bytes (const OclPlan *o)
+{
+  return o->n_status ? sizeof (guint32) * o->cpu->steps->len : 0;
+}
+
+/* Zeroes the words before the run's first command. */
+static cl_int
+status_clear (OclPlan *o, cl_command_queue q)
+{
+  const cl_uint zero = 0;
+  if (status_bytes (o) == 0)
+    return CL_SUCCESS;
+  return clEnqueueFillBuffer (q, o->arena, &zero, sizeof zero, o->status_offset, status_bytes (o),
+                              0, NULL, NULL);
+}
+
+/* A step set its word: the same inputs (bound in the CPU plan's ptrs) run on the CPU plan, whose
+ * error, the CPU engine's message, is the run's; if the CPU finds nothing, the device is
+ * suspect. Always FALSE. */
+static gboolean
+status_error (OclPlan *o, const Step *bad, GError **error)
+{
+  Plan *p = o->cpu;
+  for (guint s = 0; s < p->steps->len; s++) {
+    const Step *st = &g_array_index (p->steps, Step, s);
+    if (!st->fn (p, st, p->ptrs, error))
+      return FALSE;
+  }
+  nn_node_error (error, SEDP_NN_ERROR_DEVICE, bad->node,
+                 "OpenCL device %s reported an index out of range that the CPU engine did not find; "
+                 "the device may be faulty", o->device->label);
+  return FALSE;
+}
+
+/* TRUE when no step set its word (downloaded into host_status); else status_error. */
+static gboolean
+status_check (OclPlan *o, GError **error)
+{
+  for (guint s = 0; status_bytes (o) > 0 && s < o->cpu->steps->len; s++)
+    if (o->host_status[s] != 0)
+      return status_error (o, &g_array_index (o->cpu->steps, Step, s), error);
+  return TRUE;
+}
+
+/* Enqueues the downloads (the status words, then the outputs) and a marker after them; waits for
+ * it. */
 static cl_int
 download_outputs (OclPlan *o, cl_command_queue q)
 {
   Plan *p = o->cpu;
   cl_int rc = CL_SUCCESS;
+  if (status_bytes (o) > 0)
+    rc = clEnqueueReadBuffer (q, o->arena, CL_FALSE, o->status_offset, status_bytes (o),
+                              o->host_status, 0, NULL, NULL);
   for (guint i = 0; i < p->n_outputs && rc == CL_SUCCESS; i++) {
     if (o->out_offset[i] == G_MAXSIZE)
       continue;
@@ -186,6 +237,8 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
   nn_plan_bind_inputs (p, inputs); /* what host commands read */
   gboolean ok = TRUE;
   cl_int rc = upload_inputs (o, q, inputs);
+  if (rc == CL_SUCCESS)
+    rc = status_clear (o, q);
   if (rc != CL_SUCCESS) {
     nn_ocl_set_error (error, o->device, "uploading the inputs", rc);
     ok = FALSE;
@@ -203,6 +256,7 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
   if (!ok)
     clFinish (q); /* nothing of this run may still read the caller's inputs */
   nn_ocl_stream_done (o->device, stream, ok ? (guint64) p->batch : 0, concurrency);
+  ok = ok && status_check (o, error);
   if (ok)
     fill_outputs (o, n_outputs, outputs);
   return ok;
