@@ -215,12 +215,38 @@ run_plan (SedpNnPlan *plan, guint n_in, const SedpNnTensor *in, Out *outs, GErro
   return ok;
 }
 
+/* The device run_model and nn_test_plan_new make plans on: NULL (the CPU engine) unless the
+ * suite runs again on the OpenCL engine (nn_test_engine_init). */
+static SedpNnDevice *nn_test_device;
+
+/* With SEDP_TEST_ENGINE=opencl in the environment (the nn-ocl-ops-* runs of the op suites,
+ * docs/opencl.md §9.1), opens the first OpenCL device for every plan the suite makes. Returns 0,
+ * or an exit status: 1 when the device does not open. */
+static inline int
+nn_test_engine_init (void)
+{
+  if (g_strcmp0 (g_getenv ("SEDP_TEST_ENGINE"), "opencl") != 0)
+    return 0;
+  g_autoptr (GError) error = NULL;
+  nn_test_device = sedp_nn_device_open (NULL, &error);
+  if (nn_test_device == NULL)
+    fprintf (stderr, "SEDP_TEST_ENGINE=opencl: %s\n", error->message);
+  return nn_test_device ? 0 : 1;
+}
+
+/* sedp_nn_plan_new on the suite's engine. */
+static inline SedpNnPlan *
+nn_test_plan_new (SedpNnModel *m, gint64 batch, GError **error)
+{
+  return sedp_nn_plan_new_on (m, batch, nn_test_device, error);
+}
+
 /* Compiles @m for @batch and runs it once; fails the test (fatally) on any error. */
 static inline void
 run_model (SedpNnModel *m, gint64 batch, guint n_in, const SedpNnTensor *in, Out *outs)
 {
   g_autoptr (GError) error = NULL;
-  SedpNnPlan *plan = sedp_nn_plan_new (m, batch, &error);
+  SedpNnPlan *plan = nn_test_plan_new (m, batch, &error);
   if (error)
     fprintf (stderr, "\n  plan error (batch %" G_GINT64_FORMAT "): %s\n", batch, error->message);
   CU_ASSERT_PTR_NOT_NULL_FATAL (plan);

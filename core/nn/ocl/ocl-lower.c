@@ -14,6 +14,7 @@ nn_ocl_lowering (guint kernel_id)
   static const OclLowerFn table[NN_KERNEL_N] = {
     [NN_KERNEL_GEMM] = nn_ocl_lower_gemm,
     [NN_KERNEL_MATMUL_BATCHED] = nn_ocl_lower_matmul_batched,
+    [NN_KERNEL_GRU] = nn_ocl_lower_gru,
     [NN_KERNEL_REDUCE] = nn_ocl_lower_reduce,
     [NN_KERNEL_SOFTMAX] = nn_ocl_lower_softmax,
     [NN_KERNEL_LAYERNORM] = nn_ocl_lower_layernorm,

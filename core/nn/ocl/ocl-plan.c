@@ -102,6 +102,14 @@ bind_arg (OclPlan *o, OclCmd *c, cl_uint *index, char kind, va_list *ap, GError 
     rc = clSetKernelArg (k, (*index)++, sizeof x, &x);
     break;
   }
+  case 'r': {
+    const OclRef *ref = va_arg (*ap, const OclRef *);
+    cl_ulong off = ref->offset / (guint64) va_arg (*ap, int);
+    rc = clSetKernelArg (k, (*index)++, sizeof (cl_mem), &ref->mem);
+    if (rc == CL_SUCCESS)
+      rc = clSetKernelArg (k, (*index)++, sizeof off, &off);
+    break;
+  }
   default: { /* '8' */
     const gint64 *x = va_arg (*ap, const gint64 *);
     cl_long8 l;

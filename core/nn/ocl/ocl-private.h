@@ -177,7 +177,9 @@ gboolean nn_ocl_upload (OclPlan *o, gconstpointer data, gsize bytes, const char 
  * binds its arguments from @fmt, one character per argument after the kernel's:
  *   'v' int value index: two arguments, the buffer and the element offset (ulong) of the value;
  *   'u' guint64 as ulong; 'l' gint64 as long; 'i' int; 'f' double as float;
- *   '8' const gint64 * as long8 (8 entries read); 'm' a cl_mem (nn_ocl_upload's).
+ *   '8' const gint64 * as long8 (8 entries read); 'm' a cl_mem (nn_ocl_upload's);
+ *   'r' a const OclRef * then an int element size: two arguments, the buffer and the element
+ *   offset (a place inside a value: a scratch region, a direction's rows).
  * FALSE with an error naming the node and the device. */
 gboolean nn_ocl_add_kernel (OclPlan *o, const Step *s, const char *name, guint64 n, GError **error,
                             const char *fmt, ...);
@@ -205,6 +207,8 @@ typedef gboolean (*OclLowerFn) (OclPlan *o, const Step *s, GError **error);
 OclLowerFn nn_ocl_lowering (guint kernel_id);
 
 gboolean nn_ocl_lower_gemm (OclPlan *o, const Step *s, GError **error);
+/* lower-rnn.c: NN_KERNEL_GRU. */
+gboolean nn_ocl_lower_gru (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_matmul_batched (OclPlan *o, const Step *s, GError **error);
 /* lower-reduce.c: NN_KERNEL_REDUCE, NN_KERNEL_ARG, NN_KERNEL_TOPK, NN_KERNEL_CUMSUM. */
 gboolean nn_ocl_lower_reduce (OclPlan *o, const Step *s, GError **error);
