@@ -122,6 +122,8 @@ def run_sedp(args, test, out_root):
     for ds in sets:
         out = os.path.join(out_root, os.path.basename(test), os.path.basename(ds))
         cmd = [args.sedp, "model", "eval", os.path.join(test, "model.onnx")]
+        if args.engine != "cpu":
+            cmd += ["--engine", args.engine]
         for f in tensor_files(ds, "input"):
             cmd += ["-i", f]
         cmd += ["-o", out]
@@ -171,6 +173,8 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--valgrind")
     ap.add_argument("--every", type=int, default=1, help="run every Nth test only (valgrind)")
+    ap.add_argument("--engine", default="cpu", choices=["cpu", "opencl"],
+                    help="the engine sedp model eval runs (opencl: the OpenCL engine, docs/opencl.md)")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="sedp-onnx-node-")
     os.makedirs(work, exist_ok=True)
