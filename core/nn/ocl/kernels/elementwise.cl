@@ -42,9 +42,10 @@ unary_l (__global const long *x, ulong x_off, __global long *y, ulong y_off, ulo
 #define NN_PACT_HARD_SWISH 6
 #define NN_PACT_THRESHOLDED_RELU 7
 
-/* max (0, min (1, alpha·x + beta)); NaN stays NaN. alpha·x + beta rounded once (fma): the CPU
- * engine's loop is contracted into an FMA by GCC in its AVX2 and AVX-512 clones (near the
- * cancellation at x = −beta/alpha two roundings differ from it by more than §8 allows). */
+/* max (0, min (1, alpha·x + beta)); NaN stays NaN. alpha·x + beta rounded once (fma), as the CPU
+ * engine's optimised build computes it (GCC contracts its loop into an FMA in the AVX2 and
+ * AVX-512 clones; at -O0 it rounds twice): the two differ near x = −beta/alpha, where the sum
+ * cancels, by half an ulp of alpha·x. */
 inline float
 nn_hard_sigmoid (float x, float a, float b)
 {
