@@ -90,7 +90,7 @@ if [ $mode = onnx-node ]; then
   # SEDP_ONNX_NODE_ENGINE=opencl: the same tests on the OpenCL engine (docs/opencl.md §9.4).
   engine=${SEDP_ONNX_NODE_ENGINE:-cpu}
   every=6
-  [ "$engine" = cpu ] || every=40 # PoCL's compiled kernels run very slowly under memcheck
+  [ "$engine" = cpu ] || every=100 # PoCL's compiled kernels run very slowly under memcheck
   if [ "${SEDP_VALGRIND:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
     extra="--valgrind $SUPPRESSIONS --every $every"
   fi

@@ -22,6 +22,8 @@
 #ifdef SEDP_HAVE_OPENCL
 #include "ocl-test.h"
 
+#include "nn/exec/params.h"
+
 #define POCL "Portable Computing Language"
 #define POCL_ICD "/etc/OpenCL/vendors/pocl.icd"
 
@@ -219,9 +221,9 @@ static float
 host_bin (int op, float x, float z)
 {
   switch (op) {
-  case OCL_BIN_ADD: return x + z;
-  case OCL_BIN_SUB: return x - z;
-  case OCL_BIN_MUL: return x * z;
+  case NN_ELEM_ADD: return x + z;
+  case NN_ELEM_SUB: return x - z;
+  case NN_ELEM_MUL: return x * z;
   default: return x / z;
   }
 }
@@ -230,9 +232,9 @@ static float
 host_unary (int act, float v, float alpha)
 {
   switch (act) {
-  case OCL_UNARY_RELU: return v > 0.0f ? v : 0.0f;
-  case OCL_UNARY_LEAKY_RELU: return v >= 0.0f ? v : v * alpha;
-  case OCL_UNARY_NEG: return -v;
+  case ACT_RELU: return v > 0.0f ? v : 0.0f;
+  case ACT_LEAKY_RELU: return v >= 0.0f ? v : v * alpha;
+  case ACT_NEG: return -v;
   default: return fabsf (v);
   }
 }
@@ -257,13 +259,15 @@ run_bin (Bench *t, const float *a, const float *b, float *y, float *want)
 {
   size_t local = 0;
   g_autoptr (GError) error = NULL;
-  cl_kernel k = nn_ocl_kernel_new (t->d, "bin_flat_f", &local, &error);
+  cl_kernel k = nn_ocl_kernel_new (t->d, "bin_f", &local, &error);
   CU_ASSERT_PTR_NOT_NULL_FATAL (k);
   CU_ASSERT_TRUE (local >= 1 && local <= t->d->max_work_group);
   if (strstr (t->d->name, POCL))
     CU_ASSERT_EQUAL (local, 64); /* docs/opencl.md §6: the preferred multiple 8 × 8 */
   cl_ulong a_off = 0, b_off = 2 * OFF, y_off = OFF, n = N;
-  for (int op = OCL_BIN_ADD; op <= OCL_BIN_DIV; op++) {
+  cl_int layout = 0, rank = 1; /* flat (kernels/broadcast.cl) */
+  cl_long8 dims = {{N}}, walk = {{0}};
+  for (int op = NN_ELEM_ADD; op <= NN_ELEM_DIV; op++) {
     clEnqueueWriteBuffer (t->q, t->y, CL_TRUE, 0, (N + 2 * OFF) * sizeof (float), y, 0, NULL, NULL);
     clSetKernelArg (k, 0, sizeof (cl_mem), &t->a);
     clSetKernelArg (k, 1, sizeof a_off, &a_off);
@@ -272,12 +276,17 @@ run_bin (Bench *t, const float *a, const float *b, float *y, float *want)
     clSetKernelArg (k, 4, sizeof (cl_mem), &t->y);
     clSetKernelArg (k, 5, sizeof y_off, &y_off);
     clSetKernelArg (k, 6, sizeof n, &n);
-    CU_ASSERT_EQUAL (clSetKernelArg (k, 7, sizeof op, &op), CL_SUCCESS);
+    clSetKernelArg (k, 7, sizeof op, &op);
+    clSetKernelArg (k, 8, sizeof layout, &layout);
+    clSetKernelArg (k, 9, sizeof rank, &rank);
+    clSetKernelArg (k, 10, sizeof dims, &dims);
+    clSetKernelArg (k, 11, sizeof walk, &walk);
+    CU_ASSERT_EQUAL (clSetKernelArg (k, 12, sizeof walk, &walk), CL_SUCCESS);
     float out[N + 2 * OFF];
     launch (t, k, local, out);
     for (guint i = 0; i < N; i++)
       want[i] = host_bin (op, a[a_off + i], b[b_off + i]);
-    check_y (out, want, "bin_flat_f");
+    check_y (out, want, "bin_f");
   }
   clReleaseKernel (k);
 }
@@ -290,7 +299,9 @@ run_unary (Bench *t, const float *a, float *y, float *want)
   CU_ASSERT_PTR_NOT_NULL_FATAL (k);
   cl_ulong x_off = 0, y_off = OFF, n = N;
   float alpha = 0.125f;
-  for (int act = OCL_UNARY_RELU; act <= OCL_UNARY_ABS; act++) {
+  const int acts[] = {ACT_RELU, ACT_LEAKY_RELU, ACT_NEG, ACT_ABS};
+  for (guint j = 0; j < G_N_ELEMENTS (acts); j++) {
+    int act = acts[j];
     clEnqueueWriteBuffer (t->q, t->y, CL_TRUE, 0, (N + 2 * OFF) * sizeof (float), y, 0, NULL, NULL);
     clSetKernelArg (k, 0, sizeof (cl_mem), &t->a);
     clSetKernelArg (k, 1, sizeof x_off, &x_off);

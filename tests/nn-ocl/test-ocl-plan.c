@@ -438,7 +438,11 @@ main (int argc, char **argv)
   CU_add_test (s, "every synthetic architecture", test_architectures);
   CU_add_test (s, "a plan specialised on a parameter", test_specialised);
   CU_add_test (s, "the same inputs give the same bits", test_deterministic);
-  CU_add_test (s, "streams 1, 3 and 8 under 16 threads", test_streams_concurrent);
+  /* PoCL 3.1's 'basic' device deadlocks when several threads enqueue on several queues (a thread
+   * inside a CLBlast launch waits in pocl_update_event_running for an event lock that is never
+   * released): the concurrency test runs on its 'pthread' device (plain and ASan runs). */
+  if (strstr (sedp_nn_device_get_label (device), ": basic-") == NULL)
+    CU_add_test (s, "streams 1, 3 and 8 under 16 threads", test_streams_concurrent);
   self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (!valgrind)
     CU_add_test (s, "a plan over the device's buffer limit", test_arena_limit);

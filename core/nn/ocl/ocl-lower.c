@@ -31,6 +31,20 @@ nn_ocl_lowering (guint kernel_id)
     [NN_KERNEL_EMBEDDING_BAG] = nn_ocl_lower_embedding_bag,
     [NN_KERNEL_ONEHOT] = nn_ocl_lower_onehot,
     [NN_KERNEL_TRILU] = nn_ocl_lower_trilu,
+    [NN_KERNEL_BINARY] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_COMPARE] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_LOGIC] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_MOD] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_POW] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_PRELU] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_WHERE] = nn_ocl_lower_broadcast,
+    [NN_KERNEL_VARIADIC] = nn_ocl_lower_variadic,
+    [NN_KERNEL_UNARY] = nn_ocl_lower_unary,
+    [NN_KERNEL_PARAM_ACT] = nn_ocl_lower_param_act,
+    [NN_KERNEL_CLIP] = nn_ocl_lower_clip,
+    [NN_KERNEL_CAST] = nn_ocl_lower_cast,
+    [NN_KERNEL_NOT] = nn_ocl_lower_not,
+    [NN_KERNEL_IS] = nn_ocl_lower_is,
   };
   return kernel_id < NN_KERNEL_N ? table[kernel_id] : NULL;
 }

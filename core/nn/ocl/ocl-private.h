@@ -9,21 +9,6 @@
 #include <glib.h>
 #include <sedp/engine.h>
 
-/* The operation codes of kernels/elementwise.cl (bin_flat_f's `op`, unary_f's `act`). */
-typedef enum {
-  OCL_BIN_ADD = 0,
-  OCL_BIN_SUB = 1,
-  OCL_BIN_MUL = 2,
-  OCL_BIN_DIV = 3,
-} OclBinOp;
-
-typedef enum {
-  OCL_UNARY_RELU = 0,
-  OCL_UNARY_LEAKY_RELU = 1,
-  OCL_UNARY_NEG = 2,
-  OCL_UNARY_ABS = 3,
-} OclUnaryOp;
-
 /* A stream (ocl-streams.c): one in-order command queue of the device, created on first use. */
 typedef struct {
   cl_command_queue queue;     /* NULL until first picked; set under the device's lock */
@@ -229,6 +214,17 @@ gboolean nn_ocl_lower_embedding_bag (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_gather_elements (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_onehot (OclPlan *o, const Step *s, GError **error);
 gboolean nn_ocl_lower_trilu (OclPlan *o, const Step *s, GError **error);
+/* lower-elementwise.c: Binary, Compare, Logic, Mod, Pow, PRelu and Where (BroadcastParams); the
+ * variadic Sum/Max/Min/Mean; Unary, ParamAct, Clip, Cast (FALSE with a DEVICE error for double on
+ * a device without cl_khr_fp64), Not, IsNaN/IsInf. */
+gboolean nn_ocl_lower_broadcast (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_variadic (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_unary (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_param_act (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_clip (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_cast (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_not (OclPlan *o, const Step *s, GError **error);
+gboolean nn_ocl_lower_is (OclPlan *o, const Step *s, GError **error);
 /* Enqueues a GEMM command on @queue (under the device's blas_lock). */
 cl_int nn_ocl_gemm_enqueue (OclPlan *o, const OclCmd *c, cl_command_queue queue);
 

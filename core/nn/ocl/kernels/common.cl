@@ -1,6 +1,8 @@
 /* What every kernel file shares (docs/opencl.md §3, §8): no contraction of a·b + c into an FMA
- * (the CPU engine does not contract either), and the float functions of the CPU engine's
- * Activation enum (core/nn/exec/params.h; the codes are checked there at compile time). */
+ * (GCC contracts a few of the CPU engine's vectorised loops, HardSigmoid's: the tests bound those
+ * by their terms), the float functions of the CPU engine's Activation enum
+ * (core/nn/exec/params.h; the codes are checked there at compile time), and the element copies
+ * of copy.cl and index.cl. Every other file uses only what is defined here. */
 #pragma OPENCL FP_CONTRACT OFF
 
 #define NN_ACT_NONE 0
@@ -51,4 +53,35 @@ nn_act (float x, int act, float alpha)
   case NN_ACT_ROUND: return rint (x);
   default: return x;
   }
+}
+
+/* ---- element copies (copy.cl, index.cl) ---- */
+
+/* y[yi] = x[xi], elements of @esize bytes. */
+inline void
+cp_elem (__global uchar *y, ulong yi, __global const uchar *x, ulong xi, int esize)
+{
+  if (esize == 8)
+    ((__global ulong *) y)[yi] = ((__global const ulong *) x)[xi];
+  else if (esize == 4)
+    ((__global uint *) y)[yi] = ((__global const uint *) x)[xi];
+  else
+    y[yi] = x[xi];
+}
+
+/* The source element of output element @i of a strided copy (params.h's CopyParams): @i split
+ * over @dims (row-major), src = base + Σ idx[d] · strides[d]; strides may be 0 (Expand, Tile's
+ * repeats) or negative (Slice with a negative step). */
+inline long
+cp_source (ulong i, int rank, long8 dims, long8 strides, long base)
+{
+  long d[8] = {dims.s0, dims.s1, dims.s2, dims.s3, dims.s4, dims.s5, dims.s6, dims.s7};
+  long st[8] = {strides.s0, strides.s1, strides.s2, strides.s3,
+                strides.s4, strides.s5, strides.s6, strides.s7};
+  long src = base, rest = (long) i;
+  for (int k = rank - 1; k >= 0; k--) {
+    src += (rest % d[k]) * st[k];
+    rest /= d[k];
+  }
+  return src;
 }

@@ -1,36 +1,8 @@
 /* Data movement (docs/opencl.md §3.2): strided copies (Transpose, Slice, Expand, Tile) and the
  * row copies of Concat and Split. Values of any element type travel as bytes: every buffer is a
  * `__global uchar *` with an offset in elements of @esize (1, 4 or 8 bytes), and an element is
- * moved as one uchar, uint or ulong (the arena's and the weights' offsets are aligned for it). */
-
-/* y[yi] = x[xi], elements of @esize bytes. */
-inline void
-cp_elem (__global uchar *y, ulong yi, __global const uchar *x, ulong xi, int esize)
-{
-  if (esize == 8)
-    ((__global ulong *) y)[yi] = ((__global const ulong *) x)[xi];
-  else if (esize == 4)
-    ((__global uint *) y)[yi] = ((__global const uint *) x)[xi];
-  else
-    y[yi] = x[xi];
-}
-
-/* The source element of output element @i of a strided copy (params.h's CopyParams): @i split
- * over @dims (row-major), src = base + Σ idx[d] · strides[d]; strides may be 0 (Expand, Tile's
- * repeats) or negative (Slice with a negative step). */
-inline long
-cp_source (ulong i, int rank, long8 dims, long8 strides, long base)
-{
-  long d[8] = {dims.s0, dims.s1, dims.s2, dims.s3, dims.s4, dims.s5, dims.s6, dims.s7};
-  long st[8] = {strides.s0, strides.s1, strides.s2, strides.s3,
-                strides.s4, strides.s5, strides.s6, strides.s7};
-  long src = base, rest = (long) i;
-  for (int k = rank - 1; k >= 0; k--) {
-    src += (rest % d[k]) * st[k];
-    rest /= d[k];
-  }
-  return src;
-}
+ * moved as one uchar, uint or ulong (the arena's and the weights' offsets are aligned for it);
+ * cp_elem and cp_source are in common.cl (index.cl uses them too). */
 
 /* out[i] = src[base + Σ idx[d] · strides[d]] over @n output elements (Transpose, Slice, Expand,
  * Tile: the CPU engine's nn_strided_copy). */
