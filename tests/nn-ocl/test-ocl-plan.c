@@ -8,6 +8,7 @@
 #include "../nn/nn-test.h"
 #include "ocl-test.h"
 
+#include "nn/exec/plan-private.h"
 #include "nn/synth.h"
 
 static SedpNnDevice *device;
@@ -156,6 +157,29 @@ test_architectures (void)
         fprintf (stderr, "\n  architecture %s at batch %" G_GINT64_FORMAT, archs[a], batches[b]);
       CU_ASSERT_TRUE (ok);
     }
+    /* Every step on the device: no host fallback left in any architecture. */
+    SedpNnPlan *p = sedp_nn_plan_new_on (m, 8, device, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL (p);
+    const OclPlan *op = ((const Plan *) p)->ocl;
+    if (op->n_host)
+      fprintf (stderr, "\n  architecture %s: %u steps on the host", archs[a], op->n_host);
+    CU_ASSERT_EQUAL (op->n_host, 0);
+    sedp_nn_plan_free (p);
+  }
+}
+
+/* Every kernel id a device plan can meet has a device lowering (docs/opencl.md §11, stage 5): all
+ * but the fused attentions, which a device plan never has (it is compiled with
+ * no_fuse_attention, and their parts are lowered), and the retired steps, which run nothing. */
+static void
+test_every_kernel_lowered (void)
+{
+  for (guint id = 1; id < NN_KERNEL_N; id++) {
+    gboolean never = id == NN_KERNEL_TARGET_ATTENTION || id == NN_KERNEL_SELF_ATTENTION ||
+                     id == NN_KERNEL_RETIRED;
+    if (!never && nn_ocl_lowering (id) == NULL)
+      fprintf (stderr, "\n  kernel '%s' has no device lowering", nn_kernel_id_name (id));
+    CU_ASSERT_TRUE (never || nn_ocl_lowering (id) != NULL);
   }
 }
 
@@ -435,6 +459,7 @@ main (int argc, char **argv)
   CU_add_test (s, "the weight store: one copy per device", test_weights_shared);
   CU_add_test (s, "gemm: transposes, bias kinds, activations", test_gemm_forms);
   CU_add_test (s, "matmul: folded, strided, irregular, transposed", test_matmul_forms);
+  CU_add_test (s, "every kernel has a device lowering", test_every_kernel_lowered);
   CU_add_test (s, "every synthetic architecture", test_architectures);
   CU_add_test (s, "a plan specialised on a parameter", test_specialised);
   CU_add_test (s, "the same inputs give the same bits", test_deterministic);

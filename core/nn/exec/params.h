@@ -63,7 +63,7 @@ typedef enum {
 } NnKernelId;
 
 /* The id's name ("gemm", "binary", …; "unknown" for 0 or out of range), for tests and messages. */
-const char *nn_kernel_id_name (NnKernelId id);
+SEDP_API const char *nn_kernel_id_name (NnKernelId id);
 
 /* Elementwise float functions: the activations a Gemm/MatMul step may apply to its output, and
  * the unary operators of ops-math.c. */

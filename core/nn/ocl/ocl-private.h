@@ -189,7 +189,7 @@ gboolean nn_ocl_check_lost (SedpNnDevice *d, GError **error);
 /* Lowers CPU step @s, appending its commands; FALSE with an error naming the node. */
 typedef gboolean (*OclLowerFn) (OclPlan *o, const Step *s, GError **error);
 /* The lowering per NnKernelId (ocl-lower.c); NULL: the host fallback. */
-OclLowerFn nn_ocl_lowering (guint kernel_id);
+SEDP_API OclLowerFn nn_ocl_lowering (guint kernel_id);
 
 gboolean nn_ocl_lower_gemm (OclPlan *o, const Step *s, GError **error);
 /* lower-rnn.c: NN_KERNEL_GRU. */
