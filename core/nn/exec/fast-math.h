@@ -33,7 +33,9 @@ nn_fast_exp (float x)
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  gint32 bits = ((gint32) n + 127) << 23;
+  /* Shifted as unsigned: for a NaN x, n is NaN and its conversion a large negative number, whose
+   * signed shift is undefined (the result is NaN either way: p is NaN). */
+  guint32 bits = (guint32) ((gint32) n + 127) << 23;
   float scale;
   memcpy (&scale, &bits, sizeof scale);
   return under ? 0.0f : p * scale;
