@@ -221,25 +221,25 @@ nn_prepare_topk (OpCtx *c, GError **error)
 
 /* ---- CumSum: running sums along the axis, inclusive or exclusive, forward or reverse ---- */
 
-#define CUMSUM_LOOP(T)                                                                          \
+#define CUMSUM_LOOP(T, A)                                                                       \
   NN_HOT static void cumsum_##T (const CumSumParams *p, const T *x, T *y)                       \
   {                                                                                             \
     const AxisLanes *l = &p->l;                                                                 \
     for (gint64 o = 0; o < l->outer; o++)                                                       \
       for (gint64 i = 0; i < l->inner; i++) {                                                   \
         gint64 off = o * l->len * l->inner + i;                                                 \
-        T acc = 0;                                                                              \
+        A acc = 0;                                                                              \
         for (gint64 n = 0; n < l->len; n++) {                                                   \
           gint64 at = off + (p->reverse ? l->len - 1 - n : n) * l->inner;                       \
-          T v = x[at];                                                                          \
-          y[at] = p->exclusive ? acc : acc + v;                                                 \
+          A v = (A) x[at];                                                                      \
+          y[at] = (T) (p->exclusive ? acc : acc + v);                                           \
           acc += v;                                                                             \
         }                                                                                       \
       }                                                                                         \
   }
 
-CUMSUM_LOOP (float)
-CUMSUM_LOOP (gint64)
+CUMSUM_LOOP (float, float)
+CUMSUM_LOOP (gint64, guint64) /* int64 sums wrap around (two's complement), as numpy's */
 
 static gboolean
 kernel_cumsum (const Plan *plan, const Step *s, gpointer const *ptrs, GError **error)

@@ -280,7 +280,7 @@ NN_TOPK_LANE (topk_lane_l, long, nn_topk_before_l)
 
 /* CumSum of one lane, forward or @reverse, inclusive or @exclusive, in the CPU's order and
  * type (float or int64). y may be x. */
-#define NN_CUMSUM_LANE(NAME, T)                                                                    \
+#define NN_CUMSUM_LANE(NAME, T, A)                                                                 \
   __kernel void NAME (__global const T *x, ulong x_off, __global T *y, ulong y_off, ulong lanes,   \
                       long len, long inner, int exclusive, int reverse)                            \
   {                                                                                                \
@@ -288,14 +288,14 @@ NN_TOPK_LANE (topk_lane_l, long, nn_topk_before_l)
     if (i >= lanes)                                                                                \
       return;                                                                                      \
     long start = nn_lane_start (i, len, inner);                                                    \
-    T acc = 0;                                                                                     \
+    A acc = 0;                                                                                     \
     for (long n = 0; n < len; n++) {                                                               \
       long at = start + (reverse ? len - 1 - n : n) * inner;                                       \
-      T v = x[x_off + at];                                                                         \
-      y[y_off + at] = exclusive ? acc : acc + v;                                                   \
+      A v = (A) x[x_off + at];                                                                     \
+      y[y_off + at] = (T) (exclusive ? acc : acc + v);                                             \
       acc += v;                                                                                    \
     }                                                                                              \
   }
 
-NN_CUMSUM_LANE (cumsum_lane_f, float)
-NN_CUMSUM_LANE (cumsum_lane_l, long)
+NN_CUMSUM_LANE (cumsum_lane_f, float, float)
+NN_CUMSUM_LANE (cumsum_lane_l, long, ulong) /* int64 sums wrap, as the CPU's */
