@@ -201,6 +201,10 @@ main (int argc, char **argv)
     g_setenv ("POCL_CACHE_DIR", cache, TRUE);
   }
   g_autofree char *tmp = g_dir_make_tmp ("sedp-bench-opencl-XXXXXX", &error);
+  if (tmp == NULL) {
+    fprintf (stderr, "opencl: cannot make a temporary folder: %s\n", error->message);
+    return 1;
+  }
   const char *default_archs[] = {"mlp", "dlrm", NULL};
   const char *const *names = archs ? (const char *const *) archs : default_archs;
   guint n = g_strv_length ((char **) names);
