@@ -474,8 +474,8 @@ cmd_bench (int argc, char **argv)
                        "its own plan of N rows and OpenBLAS single-threaded, for S seconds after "
                        "a short warm-up. Prints RESULT rows_per_s=… (T × N × runs per second) and "
                        "RESULT gflops=…; with --engine opencl also RESULT streams=…, "
-                       "RESULT device_open_ms=… and RESULT warmup_ms=… (the first run of each "
-                       "plan, which compiles the kernels where the caches are cold).",
+                       "queues_per_stream=…, device_open_ms=… and warmup_ms=… (the first run of "
+                       "each plan, which compiles the kernels where the caches are cold).",
                        entries, &argc, &argv))
     return 2;
   if (argc != 2) {
@@ -595,6 +595,7 @@ cmd_bench (int argc, char **argv)
   if (device) {
     printf ("RESULT device=%s\n", sedp_nn_device_get_label (device));
     printf ("RESULT streams=%u\n", sedp_nn_device_get_streams (device));
+    printf ("RESULT queues_per_stream=%u\n", sedp_nn_device_get_queues_per_stream (device));
     if (ea.auto_streams)
       printf ("RESULT streams_changes=%u\n", sedp_nn_device_get_stream_changes (device));
     printf ("RESULT device_open_ms=%.1f\n", ea.open_ms);

@@ -562,9 +562,11 @@ setup_device (ModelInference *mi, SedpStageContext *ctx, GError **error)
   }
   mi->device_ready_ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
   guint active = sedp_nn_device_get_streams (mi->device);
-  g_message ("stage '%s': OpenCL device %s ready in %.2f s (%s%u stream%s)", mi->stage,
-             sedp_nn_device_get_label (mi->device), mi->device_ready_ms / 1000.0,
-             streams ? "" : "auto: ", active, active == 1 ? "" : "s");
+  g_message ("stage '%s': OpenCL device %s ready in %.2f s (%s%u stream%s of %u queue%s)",
+             mi->stage, sedp_nn_device_get_label (mi->device), mi->device_ready_ms / 1000.0,
+             streams ? "" : "auto: ", active, active == 1 ? "" : "s",
+             sedp_nn_device_get_queues_per_stream (mi->device),
+             sedp_nn_device_get_queues_per_stream (mi->device) == 1 ? "" : "s");
   return TRUE;
 }
 

@@ -300,6 +300,18 @@ SEDP_API void sedp_nn_device_get_memory (SedpNnDevice *device, guint64 *weights,
 SEDP_API guint sedp_nn_device_get_streams (const SedpNnDevice *device);
 
 /**
+ * sedp_nn_device_get_queues_per_stream:
+ *
+ * How many command queues one stream of @device has (docs/opencl.md §5.1): 3 (uploads, compute,
+ * downloads, chained by events per run, so that runs sharing a stream overlap their transfers
+ * with each other's computation) on GPUs and accelerators, 1 (one in-order queue) on CPU
+ * devices, where a transfer is a memory copy by the same cores; the environment variable
+ * SEDP_OPENCL_OVERLAP = 1 or 0, read when the device is opened, forces 3 or 1. 0 in a build
+ * without OpenCL. Thread-safe (immutable).
+ */
+SEDP_API guint sedp_nn_device_get_queues_per_stream (const SedpNnDevice *device);
+
+/**
  * sedp_nn_plan_new_on:
  * @device: (nullable): where the plan's runs execute; NULL is sedp_nn_plan_new() (the CPU engine)
  *

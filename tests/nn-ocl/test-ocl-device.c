@@ -152,6 +152,42 @@ test_errors_index_name (void)
   CU_ASSERT_EQUAL (nn_ocl_test_n_open (), 0);
 }
 
+/* Streams of one queue on PoCL's CPU device, three with SEDP_OPENCL_OVERLAP=1, one with 0; any
+ * other value refuses the open, naming the variable and its values, and nothing stays open. */
+static void
+test_overlap_env (void)
+{
+  const struct { const char *value; guint queues; } cases[] = {
+    {NULL, 1}, {"", 1}, {"1", 3}, {"0", 1}, {"yes", 0}, {"2", 0},
+  };
+  g_autofree char *saved = g_strdup (g_getenv ("SEDP_OPENCL_OVERLAP"));
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    CU_ASSERT_EQUAL_FATAL (nn_ocl_test_n_open (), 0);
+    if (cases[i].value)
+      g_setenv ("SEDP_OPENCL_OVERLAP", cases[i].value, TRUE);
+    else
+      g_unsetenv ("SEDP_OPENCL_OVERLAP");
+    g_autoptr (GError) error = NULL;
+    SedpNnDevice *d = sedp_nn_device_open (NULL, &error);
+    if (cases[i].queues == 0) {
+      CU_ASSERT_PTR_NULL (d);
+      CU_ASSERT_TRUE (g_error_matches (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE));
+      g_autofree char *part = g_strdup_printf ("SEDP_OPENCL_OVERLAP is '%s'; set it to 1",
+                                               cases[i].value);
+      CU_ASSERT_PTR_NOT_NULL (error ? strstr (error->message, part) : NULL);
+    } else {
+      CU_ASSERT_PTR_NOT_NULL_FATAL (d);
+      CU_ASSERT_EQUAL (sedp_nn_device_get_queues_per_stream (d), cases[i].queues);
+    }
+    sedp_nn_device_unref (d);
+  }
+  if (saved)
+    g_setenv ("SEDP_OPENCL_OVERLAP", saved, TRUE);
+  else
+    g_unsetenv ("SEDP_OPENCL_OVERLAP");
+  CU_ASSERT_EQUAL (nn_ocl_test_n_open (), 0);
+}
+
 /* A program that does not build: the error names the device and carries the build log; nothing
  * stays open, and the next open (with our source only) builds. */
 static void
@@ -586,6 +622,7 @@ main (int argc, char **argv)
   CU_add_test (s, "an index out of range, a name that matches none", test_errors_index_name);
   CU_add_test (s, "the first kernels against the host", test_first_kernels);
   CU_add_test (s, "a program that does not build", test_build_failure);
+  CU_add_test (s, "queues per stream: the default, SEDP_OPENCL_OVERLAP", test_overlap_env);
   if (!valgrind) {
     CU_add_test (s, "no platform (and sedp model devices)", test_no_platform);
     CU_add_test (s, "a platform without devices", test_no_device);

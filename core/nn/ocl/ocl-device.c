@@ -239,6 +239,25 @@ device_query (SedpNnDevice *d)
                    &d->max_work_group, NULL);
 }
 
+/* Whether @d's streams are three queues (docs/opencl.md §5.1): on every device type but CPU,
+ * unless SEDP_OPENCL_OVERLAP is 0 or 1; another value is an error. */
+static gboolean
+overlap_choose (SedpNnDevice *d, GError **error)
+{
+  const char *env = g_getenv ("SEDP_OPENCL_OVERLAP");
+  if (env == NULL || *env == '\0')
+    return TRUE;
+  if (strcmp (env, "0") != 0 && strcmp (env, "1") != 0) {
+    g_set_error (error, SEDP_NN_ERROR, SEDP_NN_ERROR_DEVICE,
+                 "OpenCL device %s: the environment variable SEDP_OPENCL_OVERLAP is '%s'; set it to "
+                 "1 (three queues per stream), 0 (one) or unset it (three on all but CPU devices)",
+                 d->label, env);
+    return FALSE;
+  }
+  d->overlap = env[0] == '1';
+  return TRUE;
+}
+
 /* A new device record for @e: context, properties, our program. */
 static SedpNnDevice *
 device_new (const OclEntry *e, guint index, GError **error)
@@ -255,6 +274,10 @@ device_new (const OclEntry *e, guint index, GError **error)
   d->platform = e->platform;
   d->id = e->id;
   device_query (d);
+  if (!overlap_choose (d, error)) {
+    device_free (d);
+    return NULL;
+  }
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties) e->platform, 0};
   cl_int rc = CL_SUCCESS;
   d->context = clCreateContext (props, 1, &d->id, NULL, NULL, &rc);

@@ -57,6 +57,12 @@ sedp_nn_device_get_streams (const SedpNnDevice *device)
   return 0;
 }
 
+guint
+sedp_nn_device_get_queues_per_stream (const SedpNnDevice *device)
+{
+  return 0;
+}
+
 /* Never called: no plan can have a device in this build. */
 gboolean
 nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error)

@@ -214,9 +214,48 @@ make_arena (OclPlan *o, GError **error)
   return TRUE;
 }
 
-/* Where each graph output is downloaded: TEMP and INPUT roots get a place in host_out. */
+/* The host buffer outputs are downloaded into (docs/opencl.md §4): allocated by the driver
+ * (CL_MEM_ALLOC_HOST_PTR: page-locked on a discrete GPU, so downloads are DMA transfers that run
+ * while the device computes), mapped once and kept mapped until the plan is freed. */
+static gboolean
+make_host_out (OclPlan *o, gsize size, GError **error)
+{
+  SedpNnDevice *d = o->device;
+  cl_int rc = CL_SUCCESS;
+  cl_command_queue q = nn_ocl_setup_queue (d, error);
+  if (q == NULL)
+    return FALSE;
+  o->host_out_mem = clCreateBuffer (d->context, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, size,
+                                    NULL, &rc);
+  if (o->host_out_mem && rc == CL_SUCCESS)
+    o->host_out = clEnqueueMapBuffer (q, o->host_out_mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                      size, 0, NULL, NULL, &rc);
+  if (o->host_out == NULL || rc != CL_SUCCESS) {
+    g_autofree char *what = g_strdup_printf ("allocating %zu bytes of host memory for the outputs",
+                                             size);
+    nn_ocl_set_error (error, d, what, rc == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : rc);
+    o->host_out = NULL;
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static void
-place_outputs (OclPlan *o)
+free_host_out (OclPlan *o)
+{
+  cl_command_queue q = o->host_out ? nn_ocl_setup_queue (o->device, NULL) : NULL;
+  cl_event ev = NULL;
+  if (q && clEnqueueUnmapMemObject (q, o->host_out_mem, o->host_out, 0, NULL, &ev) == CL_SUCCESS) {
+    clWaitForEvents (1, &ev);
+    clReleaseEvent (ev);
+  }
+  if (o->host_out_mem)
+    clReleaseMemObject (o->host_out_mem);
+}
+
+/* Where each graph output is downloaded: TEMP and INPUT roots get a place in host_out. */
+static gboolean
+place_outputs (OclPlan *o, GError **error)
 {
   Plan *p = o->cpu;
   gsize size = 0;
@@ -229,7 +268,7 @@ place_outputs (OclPlan *o)
     o->out_offset[i] = size;
     size += ALIGN_UP ((gsize) root->numel * sedp_nn_dtype_size (root->dtype), 64);
   }
-  o->host_out = g_aligned_alloc0 (MAX (size, 64), 1, 64);
+  return make_host_out (o, MAX (size, 64), error);
 }
 
 /* CLBlast's temporary buffer: the largest any GEMM command needs. */
@@ -274,8 +313,7 @@ nn_ocl_plan_lower (Plan *p, SedpNnDevice *device, GError **error)
     else if (!lower (o, st, error))
       return FALSE;
   }
-  place_outputs (o);
-  return make_gemm_temp (o, error);
+  return place_outputs (o, error) && make_gemm_temp (o, error);
 }
 
 void
@@ -303,7 +341,7 @@ nn_ocl_plan_free (OclPlan *o)
   g_free (o->weights);
   g_free (o->input_offset);
   g_free (o->out_offset);
-  g_free (o->host_out);
+  free_host_out (o);
   g_free (o->host_status);
   g_free (o);
 }

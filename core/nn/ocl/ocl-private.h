@@ -9,9 +9,14 @@
 #include <glib.h>
 #include <sedp/engine.h>
 
-/* A stream (ocl-streams.c): one in-order command queue of the device, created on first use. */
+/* A stream (ocl-streams.c, docs/opencl.md §5.1), created on first use: on a device with
+ * overlap, three in-order queues chained by events per run (uploads, the compute commands,
+ * downloads), so that one run's upload and another's download proceed while a third computes;
+ * otherwise (a CPU device) one in-order queue, @up and @down then being @queue. */
 typedef struct {
-  cl_command_queue queue;     /* NULL until first picked; set under the device's lock */
+  cl_command_queue queue;     /* compute; NULL until first picked; set (last) under the device's
+                               * lock, after up and down */
+  cl_command_queue up, down;  /* uploads, downloads: == queue without overlap */
   gint in_flight;             /* atomic: runs picked and not done */
 } OclStream;
 
@@ -35,6 +40,8 @@ struct _SedpNnDevice {
   cl_context context;
   cl_device_type type;
   gboolean unified_memory, fp64;
+  gboolean overlap;           /* streams are three queues (§5.1): every type but CPU, or as
+                               * SEDP_OPENCL_OVERLAP says */
   cl_ulong global_mem, max_alloc, base_align; /* bytes */
   size_t max_work_group;
   cl_program program;         /* our kernels, built once (ocl-program.c) */
@@ -143,7 +150,8 @@ typedef struct _OclPlan {
   GArray *cmds;             /* OclCmd */
   guint n_host;             /* HOST commands */
   cl_mem gemm_temp;         /* CLBlast's temporary buffer, the largest a GEMM needs */
-  guint8 *host_out;         /* outputs downloaded here (owned, aligned) */
+  cl_mem host_out_mem;      /* the pinned buffer host_out maps (ocl-plan.c) */
+  guint8 *host_out;         /* outputs downloaded here: host_out_mem, mapped while the plan lives */
   gsize *out_offset;        /* per graph output: its place in host_out, G_MAXSIZE: not on device */
   guint64 status_offset;    /* the status words (one guint32 per step) after the input slots */
   guint n_status;           /* steps that use theirs (nn_ocl_status_word): 0, none downloaded */

@@ -1,6 +1,7 @@
 /* sedp — a run of a lowered plan (docs/opencl.md §4, §5.1): the inputs uploaded to their arena
- * slots, the commands enqueued in order on one stream (in-order queue: no events between them),
- * the outputs downloaded, and the caller woken when the last download is done. A host command
+ * slots, the commands enqueued in order on the stream's compute queue (in-order: no events
+ * between them), the outputs downloaded, and the caller woken when the last download is done.
+ * On a stream of three queues, a marker and a barrier chain upload → compute → download. A host command
  * reads its step's inputs back into the CPU plan's arena, runs the CPU kernel and writes its
  * outputs to the device. */
 #include "ocl-private.h"
@@ -171,16 +172,48 @@ status_check (OclPlan *o, GError **error)
   return TRUE;
 }
 
-/* Enqueues the downloads (the status words, then the outputs) and a marker after them; waits for
- * it. */
+/* The events that chain a run's queues on a stream with overlap (docs/opencl.md §5.1); all NULL
+ * on a stream of one queue but @done. */
+typedef struct {
+  cl_event up;      /* the last upload */
+  cl_event compute; /* the last compute command */
+  cl_event done;    /* the last download */
+} RunEvents;
+
+/* Ends a stage of the run on queue @from: a marker (its event in *@ev) that queue @to waits for
+ * before its next command; both flushed so the device starts @from's commands. Nothing when
+ * the two are one in-order queue. */
 static cl_int
-download_outputs (OclPlan *o, cl_command_queue q)
+chain (cl_command_queue from, cl_command_queue to, cl_event *ev)
+{
+  if (from == to)
+    return CL_SUCCESS;
+  cl_int rc = clEnqueueMarkerWithWaitList (from, 0, NULL, ev);
+  if (rc == CL_SUCCESS)
+    rc = clFlush (from);
+  if (rc == CL_SUCCESS)
+    rc = clEnqueueBarrierWithWaitList (to, 1, ev, NULL);
+  return rc;
+}
+
+/* The worst execution status of @ev (CL_COMPLETE for NULL), which it releases. */
+static cl_int
+event_status (cl_event ev, cl_int worst)
+{
+  cl_int status = CL_COMPLETE;
+  if (ev == NULL)
+    return worst;
+  clGetEventInfo (ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  clReleaseEvent (ev);
+  return status < worst ? status : worst;
+}
+
+/* Enqueues a download of each graph output into host_out on @q. */
+static cl_int
+download_values (OclPlan *o, cl_command_queue q)
 {
   Plan *p = o->cpu;
   cl_int rc = CL_SUCCESS;
-  if (status_bytes (o) > 0)
-    rc = clEnqueueReadBuffer (q, o->arena, CL_FALSE, o->status_offset, status_bytes (o),
-                              o->host_status, 0, NULL, NULL);
   for (guint i = 0; i < p->n_outputs && rc == CL_SUCCESS; i++) {
     if (o->out_offset[i] == G_MAXSIZE)
       continue;
@@ -194,20 +227,42 @@ download_outputs (OclPlan *o, cl_command_queue q)
       rc = clEnqueueReadBuffer (q, ref.mem, CL_FALSE, ref.offset, bytes, o->host_out + o->out_offset[i],
                                 0, NULL, NULL);
   }
-  cl_event done = NULL;
+  return rc;
+}
+
+/* Chains the compute queue to the downloads (the status words, then the outputs), enqueues a
+ * marker after them and waits for it; the worst status of the run's events. */
+static cl_int
+download_outputs (OclPlan *o, const OclStream *s, RunEvents *ev)
+{
+  cl_int rc = chain (s->queue, s->down, &ev->compute);
+  if (rc == CL_SUCCESS && status_bytes (o) > 0)
+    rc = clEnqueueReadBuffer (s->down, o->arena, CL_FALSE, o->status_offset, status_bytes (o),
+                              o->host_status, 0, NULL, NULL);
   if (rc == CL_SUCCESS)
-    rc = clEnqueueMarkerWithWaitList (q, 0, NULL, &done);
+    rc = download_values (o, s->down);
   if (rc == CL_SUCCESS)
-    rc = clWaitForEvents (1, &done);
-  cl_int status = CL_COMPLETE;
-  if (done) {
-    clGetEventInfo (done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-    clReleaseEvent (done);
-  }
+    rc = clEnqueueMarkerWithWaitList (s->down, 0, NULL, &ev->done);
+  if (rc == CL_SUCCESS)
+    rc = clWaitForEvents (1, &ev->done);
+  cl_int status = event_status (ev->done, event_status (ev->compute, event_status (ev->up, CL_COMPLETE)));
+  *ev = (RunEvents){0};
   cl_int injected = g_atomic_int_and (&test_fail_code, 0);
   if (injected)
     status = injected;
   return rc != CL_SUCCESS ? rc : status < 0 ? status : CL_SUCCESS;
+}
+
+/* After a failed run: waits for whatever of it is still queued (nothing of it may still read the
+ * caller's inputs or write the plan's buffers) and releases its events. */
+static void
+run_abandon (const OclStream *s, RunEvents *ev)
+{
+  clFinish (s->up);
+  clFinish (s->queue);
+  clFinish (s->down);
+  event_status (ev->done, event_status (ev->compute, event_status (ev->up, CL_COMPLETE)));
+  *ev = (RunEvents){0};
 }
 
 static void
@@ -222,6 +277,26 @@ fill_outputs (OclPlan *o, guint n_outputs, SedpNnTensor *outputs)
   }
 }
 
+/* Enqueues the uploads of @inputs and the compute commands; FALSE with an error. */
+static gboolean
+run_enqueue (OclPlan *o, const OclStream *stream, const SedpNnTensor *inputs, RunEvents *ev,
+             GError **error)
+{
+  cl_int rc = upload_inputs (o, stream->up, inputs);
+  if (rc == CL_SUCCESS)
+    rc = status_clear (o, stream->up);
+  if (rc == CL_SUCCESS)
+    rc = chain (stream->up, stream->queue, &ev->up);
+  if (rc != CL_SUCCESS) {
+    nn_ocl_set_error (error, o->device, "uploading the inputs", rc);
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < o->cmds->len; i++)
+    ok = run_cmd (o, &g_array_index (o->cmds, OclCmd, i), stream->queue, error);
+  return ok;
+}
+
 gboolean
 nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTensor *outputs,
                  GError **error)
@@ -233,19 +308,11 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
   OclStream *stream = nn_ocl_stream_pick (o->device, &concurrency, error);
   if (stream == NULL)
     return FALSE;
-  cl_command_queue q = stream->queue;
+  RunEvents ev = {0};
   nn_plan_bind_inputs (p, inputs); /* what host commands read */
-  gboolean ok = TRUE;
-  cl_int rc = upload_inputs (o, q, inputs);
-  if (rc == CL_SUCCESS)
-    rc = status_clear (o, q);
-  if (rc != CL_SUCCESS) {
-    nn_ocl_set_error (error, o->device, "uploading the inputs", rc);
-    ok = FALSE;
-  }
-  for (guint i = 0; ok && i < o->cmds->len; i++)
-    ok = run_cmd (o, &g_array_index (o->cmds, OclCmd, i), q, error);
-  if (ok && (rc = download_outputs (o, q)) != CL_SUCCESS) {
+  gboolean ok = run_enqueue (o, stream, inputs, &ev, error);
+  cl_int rc;
+  if (ok && (rc = download_outputs (o, stream, &ev)) != CL_SUCCESS) {
     g_autofree char *what = g_strdup_printf ("a run of model '%s' at batch %" G_GINT64_FORMAT
                                              " failed", p->model->graph_name ? p->model->graph_name : "",
                                              p->batch);
@@ -254,7 +321,7 @@ nn_ocl_plan_run (Plan *p, const SedpNnTensor *inputs, guint n_outputs, SedpNnTen
     ok = FALSE;
   }
   if (!ok)
-    clFinish (q); /* nothing of this run may still read the caller's inputs */
+    run_abandon (stream, &ev);
   nn_ocl_stream_done (o->device, stream, ok ? (guint64) p->batch : 0, concurrency);
   ok = ok && status_check (o, error);
   if (ok)

@@ -1,11 +1,45 @@
-/* sedp — the device's streams (docs/opencl.md §5): in-order command queues created on first use,
- * a run assigned to the active queue with the fewest runs in flight, the active count set by
- * sedp_nn_device_set_streams. */
+/* sedp — the device's streams (docs/opencl.md §5): in-order command queues created on first use
+ * (one per stream, or three with overlap: §5.1), a run assigned to the active stream with the
+ * fewest runs in flight, the active count set by sedp_nn_device_set_streams. */
 #include "ocl-private.h"
 
 #include "ocl-auto.h"
 
-/* Creates stream @k's queue if it has none yet (under the device's lock). */
+static cl_command_queue
+queue_new (SedpNnDevice *d, GError **error)
+{
+  cl_int rc = CL_SUCCESS;
+  cl_command_queue q = clCreateCommandQueue (d->context, d->id, 0, &rc);
+  if (q == NULL || rc != CL_SUCCESS) {
+    nn_ocl_set_error (error, d, "clCreateCommandQueue", rc == CL_SUCCESS ? CL_OUT_OF_RESOURCES : rc);
+    return NULL;
+  }
+  return q;
+}
+
+/* Makes stream @s's queues (under the device's lock): one, or three with overlap. */
+static gboolean
+stream_make (SedpNnDevice *d, OclStream *s, GError **error)
+{
+  cl_command_queue q = queue_new (d, error), up = q, down = q;
+  if (q && d->overlap) {
+    up = queue_new (d, error);
+    down = up ? queue_new (d, error) : NULL;
+  }
+  if (q == NULL || up == NULL || down == NULL) {
+    if (up && up != q)
+      clReleaseCommandQueue (up);
+    if (q)
+      clReleaseCommandQueue (q);
+    return FALSE;
+  }
+  s->up = up;
+  s->down = down;
+  g_atomic_pointer_set (&s->queue, q);
+  return TRUE;
+}
+
+/* Creates stream @k's queues if it has none yet; its compute queue, or NULL with an error. */
 static cl_command_queue
 stream_queue (SedpNnDevice *d, guint k, GError **error)
 {
@@ -13,15 +47,9 @@ stream_queue (SedpNnDevice *d, guint k, GError **error)
   if (q)
     return q;
   g_mutex_lock (&d->lock);
+  if (d->streams[k].queue == NULL)
+    stream_make (d, &d->streams[k], error);
   q = d->streams[k].queue;
-  if (q == NULL) {
-    cl_int rc = CL_SUCCESS;
-    q = clCreateCommandQueue (d->context, d->id, 0, &rc);
-    if (q == NULL || rc != CL_SUCCESS)
-      nn_ocl_set_error (error, d, "clCreateCommandQueue", rc);
-    else
-      g_atomic_pointer_set (&d->streams[k].queue, q);
-  }
   g_mutex_unlock (&d->lock);
   return q;
 }
@@ -85,11 +113,24 @@ void
 nn_ocl_streams_clear (SedpNnDevice *d)
 {
   nn_ocl_set_auto (d, NULL);
-  for (guint k = 0; k < SEDP_NN_MAX_STREAMS; k++)
-    if (d->streams[k].queue) {
-      clReleaseCommandQueue (d->streams[k].queue);
-      d->streams[k].queue = NULL;
+  for (guint k = 0; k < SEDP_NN_MAX_STREAMS; k++) {
+    OclStream *s = &d->streams[k];
+    if (s->queue == NULL)
+      continue;
+    if (s->up != s->queue) {
+      clReleaseCommandQueue (s->up);
+      clReleaseCommandQueue (s->down);
     }
+    clReleaseCommandQueue (s->queue);
+    *s = (OclStream){0};
+  }
+}
+
+guint
+sedp_nn_device_get_queues_per_stream (const SedpNnDevice *device)
+{
+  g_return_val_if_fail (device != NULL, 0);
+  return device->overlap ? 3 : 1;
 }
 
 gboolean
