@@ -14,7 +14,8 @@
  * <arch>_cpu_b<B>_rows_per_s, <arch>_ocl_b<B>_rows_per_s, <arch>_ocl_b<B>_over_cpu;
  * <arch>_ocl_b64_c<C>_s<S>_rows_per_s, <arch>_ocl_b64_c<C>_auto_rows_per_s,
  * <arch>_ocl_b64_c<C>_auto_streams, <arch>_auto_over_best_c<C>, <arch>_ocl_b64_c16_over_s1;
- * auto_over_best_streams_min.
+ * <arch>_ocl_b64_c<C>_s1_q3_over_q1 (C = 4, 16: one stream of three queues over one of one,
+ * SEDP_OPENCL_OVERLAP = 1 and 0); auto_over_best_streams_min.
  *
  * Options: --rounds N (default 3), --seconds S (each timed run, default 2), --arch A
  * (repeatable; default mlp and dlrm), --device SPEC (default: the first device). */
@@ -88,6 +89,7 @@ typedef struct {
   Series cpu[3], ocl[3];                  /* per batch */
   Series fixed[3][N_STREAMS], autos[3];   /* per concurrency */
   Series auto_over_best[3], auto_streams[3];
+  Series queues[3][2];                    /* per concurrency: 1 stream of 1 queue, of 3 */
 } Arch;
 
 static void
@@ -99,6 +101,23 @@ round_engines (Arch *a)
     series_add (&a->cpu[b], MAX (c1, c2));
     series_add (&a->ocl[b], bench_once (a->model, "opencl", batches[b], 1, "1", NULL));
   }
+}
+
+/* One stream of one queue against one stream of three queues (docs/opencl.md §5.1), at
+ * concurrency 4 and 16: what overlapping transfers with computation gives on this device. */
+static void
+round_queues (Arch *a)
+{
+  g_autofree char *saved = g_strdup (g_getenv ("SEDP_OPENCL_OVERLAP"));
+  for (guint c = 1; c < G_N_ELEMENTS (concurrencies); c++)
+    for (guint q = 0; q < 2; q++) {
+      g_setenv ("SEDP_OPENCL_OVERLAP", q ? "1" : "0", TRUE);
+      series_add (&a->queues[c][q], bench_once (a->model, "opencl", 64, concurrencies[c], "1", NULL));
+    }
+  if (saved)
+    g_setenv ("SEDP_OPENCL_OVERLAP", saved, TRUE);
+  else
+    g_unsetenv ("SEDP_OPENCL_OVERLAP");
 }
 
 static void
@@ -142,6 +161,9 @@ report (Arch *a)
     printf ("RESULT %s_auto_over_best_c%d=%.4f\n", a->arch, concurrencies[c], ratio);
     min_auto = MIN (min_auto, ratio);
   }
+  for (guint c = 1; c < G_N_ELEMENTS (concurrencies); c++)
+    printf ("RESULT %s_ocl_b64_c%d_s1_q3_over_q1=%.4f\n", a->arch, concurrencies[c],
+            series_median (&a->queues[c][1]) / series_median (&a->queues[c][0]));
   /* The engine's own choice (auto) over one queue, at concurrency 16 (the GPU target's figure). */
   printf ("RESULT %s_ocl_b64_c16_over_s1=%.4f\n", a->arch,
           series_median (&a->autos[2]) / series_median (&a->fixed[2][0]));
@@ -224,6 +246,7 @@ main (int argc, char **argv)
       fprintf (stderr, "opencl: round %d of %d, %s\n", r + 1, rounds, a[i].arch);
       round_engines (&a[i]);
       round_streams (&a[i]);
+      round_queues (&a[i]);
     }
   double min_auto = G_MAXDOUBLE;
   for (guint i = 0; i < n; i++) {
