@@ -31,6 +31,39 @@ ocl_test_no_platform_status (const char *suite)
   return required ? 1 : 77;
 }
 
+/* The start of an OpenCL suite's main: the skip rule, *@valgrind from SEDP_VALGRIND=1, the first
+ * device in *@device, CUnit's registry and suite @name in *@suite. 0, or the exit status (77
+ * skipped, 1 failed, the reason printed). */
+static inline int
+ocl_test_begin (const char *name, gboolean *valgrind, SedpNnDevice **device, CU_pSuite *suite)
+{
+  int skip = ocl_test_no_platform_status (name);
+  if (skip)
+    return skip;
+  *valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;
+  g_autoptr (GError) error = NULL;
+  *device = sedp_nn_device_open (NULL, &error);
+  if (*device == NULL) {
+    fprintf (stderr, "%s: %s\n", name, error->message);
+    return 1;
+  }
+  if (CU_initialize_registry () != CUE_SUCCESS)
+    return 1;
+  *suite = CU_add_suite (name, NULL, NULL);
+  return 0;
+}
+
+/* The tensors of @in (ocl_test_inputs's) as an array of sedp_nn_plan_run's inputs, which share
+ * their data. Free with g_free. */
+static inline SedpNnTensor *
+ocl_test_args (const GPtrArray *in)
+{
+  SedpNnTensor *args = g_new0 (SedpNnTensor, MAX (in->len, 1));
+  for (guint k = 0; k < in->len; k++)
+    args[k] = *(const SedpNnTensor *) in->pdata[k];
+  return args;
+}
+
 /* The rows of the table that graph input @name indexes (the first Gather reading it), or 0. */
 static inline gint64
 ocl_test_index_range (const SedpNnModel *m, const char *name)

@@ -712,19 +712,10 @@ test_builds_without_fp64 (void)
 int
 main (void)
 {
-  int skip = ocl_test_no_platform_status ("test-ocl-ops-elementwise");
-  if (skip)
-    return skip;
-  valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;
-  g_autoptr (GError) error = NULL;
-  device = sedp_nn_device_open (NULL, &error);
-  if (device == NULL) {
-    fprintf (stderr, "test-ocl-ops-elementwise: %s\n", error->message);
-    return 1;
-  }
-  if (CU_initialize_registry () != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite ("nn-ocl-ops-elementwise", NULL, NULL);
+  CU_pSuite s = NULL;
+  int status = ocl_test_begin ("nn-ocl-ops-elementwise", &valgrind, &device, &s);
+  if (status)
+    return status;
   CU_add_test (s, "binary: Add, Sub, Mul, Div of float and int64, every walk", test_binary);
   CU_add_test (s, "binary: NaN, ±inf, ±0, int64 division by 0", test_binary_specials);
   CU_add_test (s, "compare: float, int64, int32, bool Equal", test_compare);
@@ -741,7 +732,7 @@ main (void)
   CU_add_test (s, "cast: every pair of types", test_cast);
   CU_add_test (s, "cast: double without cl_khr_fp64", test_cast_no_fp64);
   CU_add_test (s, "the program builds without fp64", test_builds_without_fp64);
-  int status = sedp_test_run ();
+  status = sedp_test_run ();
   sedp_nn_device_unref (device);
   return status;
 }

@@ -562,19 +562,10 @@ test_faulty_device (void)
 int
 main (void)
 {
-  int skip = ocl_test_no_platform_status ("test-ocl-ops-index");
-  if (skip)
-    return skip;
-  valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;
-  g_autoptr (GError) error = NULL;
-  device = sedp_nn_device_open (NULL, &error);
-  if (device == NULL) {
-    fprintf (stderr, "test-ocl-ops-index: %s\n", error->message);
-    return 1;
-  }
-  if (CU_initialize_registry () != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite ("nn-ocl-ops-index", NULL, NULL);
+  CU_pSuite s = NULL;
+  int status = ocl_test_begin ("nn-ocl-ops-index", &valgrind, &device, &s);
+  if (status)
+    return status;
   CU_add_test (s, "an index out of range: the CPU's message, then a good run", test_index_errors);
   CU_add_test (s, "a device that reports a bad index the CPU does not find", test_faulty_device);
   CU_add_test (s, "gather: axes, int32 and int64, negative indices", test_gather);
@@ -590,7 +581,7 @@ main (void)
     CU_add_test (s, "onehot", test_onehot);
     CU_add_test (s, "trilu", test_trilu);
   }
-  int status = sedp_test_run ();
+  status = sedp_test_run ();
   sedp_nn_device_unref (device);
   return status;
 }

@@ -136,9 +136,7 @@ run_both (SedpNnModel *m, gint64 batch, Fill f, guint32 seed, Run *r)
   if (ok) {
     r->in = make_inputs (cpu, f, seed);
     r->n = MIN (sedp_nn_plan_get_n_outputs (cpu), MAX_OUT);
-    g_autofree SedpNnTensor *args = g_new0 (SedpNnTensor, MAX (r->in->len, 1));
-    for (guint k = 0; k < r->in->len; k++)
-      args[k] = *(SedpNnTensor *) r->in->pdata[k];
+    g_autofree SedpNnTensor *args = ocl_test_args (r->in);
     ok = run_plan (cpu, r->in->len, args, r->cpu, &error) &&
          run_plan (dev, r->in->len, args, r->dev, &error);
     if (!ok)
@@ -753,19 +751,10 @@ test_cumsum (void)
 int
 main (void)
 {
-  int skip = ocl_test_no_platform_status ("test-ocl-ops-reduce");
-  if (skip)
-    return skip;
-  valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;
-  g_autoptr (GError) error = NULL;
-  device = sedp_nn_device_open (NULL, &error);
-  if (device == NULL) {
-    fprintf (stderr, "test-ocl-ops-reduce: %s\n", error->message);
-    return 1;
-  }
-  if (CU_initialize_registry () != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite ("nn-ocl-ops-reduce", NULL, NULL);
+  CU_pSuite s = NULL;
+  int status = ocl_test_begin ("nn-ocl-ops-reduce", &valgrind, &device, &s);
+  if (status)
+    return status;
   CU_add_test (s, "the ten reductions in every layout", test_reduce_layouts);
   CU_add_test (s, "reductions over NaN, ±inf, -0 and ties", test_reduce_special);
   CU_add_test (s, "int64 ReduceMax and ReduceMin", test_reduce_int64);
@@ -776,7 +765,7 @@ main (void)
   CU_add_test (s, "ArgMax and ArgMin", test_arg);
   CU_add_test (s, "TopK", test_topk);
   CU_add_test (s, "CumSum", test_cumsum);
-  int status = sedp_test_run ();
+  status = sedp_test_run ();
   sedp_nn_device_unref (device);
   return status;
 }

@@ -267,9 +267,7 @@ test_deterministic (void)
   GRand *rng = g_rand_new_with_seed (5);
   g_autoptr (GPtrArray) in = ocl_test_inputs (m, p, rng);
   g_rand_free (rng);
-  g_autofree SedpNnTensor *args = g_new0 (SedpNnTensor, in->len);
-  for (guint k = 0; k < in->len; k++)
-    args[k] = *(SedpNnTensor *) in->pdata[k];
+  g_autofree SedpNnTensor *args = ocl_test_args (in);
   SedpNnTensor out;
   CU_ASSERT_TRUE_FATAL (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
   gsize bytes = sedp_nn_tensor_nbytes (&out);
@@ -299,9 +297,7 @@ stream_worker (gpointer data)
   GRand *rng = g_rand_new_with_seed (w->seed);
   for (guint r = 0; r < w->runs && ocl; r++) {
     g_autoptr (GPtrArray) in = ocl_test_inputs (w->model, cpu, rng);
-    g_autofree SedpNnTensor *args = g_new0 (SedpNnTensor, in->len);
-    for (guint k = 0; k < in->len; k++)
-      args[k] = *(SedpNnTensor *) in->pdata[k];
+    g_autofree SedpNnTensor *args = ocl_test_args (in);
     SedpNnTensor co, oo;
     if (!sedp_nn_plan_run (cpu, in->len, args, 1, &co, NULL) ||
         !sedp_nn_plan_run (ocl, in->len, args, 1, &oo, NULL) ||
@@ -366,9 +362,7 @@ test_device_lost (void)
   GRand *rng = g_rand_new_with_seed (3);
   g_autoptr (GPtrArray) in = ocl_test_inputs (m, p, rng);
   g_rand_free (rng);
-  g_autofree SedpNnTensor *args = g_new0 (SedpNnTensor, in->len);
-  for (guint k = 0; k < in->len; k++)
-    args[k] = *(SedpNnTensor *) in->pdata[k];
+  g_autofree SedpNnTensor *args = ocl_test_args (in);
   SedpNnTensor out;
   CU_ASSERT_TRUE (sedp_nn_plan_run (p, in->len, args, 1, &out, &error));
   nn_ocl_test_fail_next_run (CL_OUT_OF_RESOURCES);
@@ -451,19 +445,10 @@ main (int argc, char **argv)
 {
   if (argc == 3 && strcmp (argv[1], "--child") == 0 && strcmp (argv[2], "arena") == 0)
     return child_arena_limit ();
-  int skip = ocl_test_no_platform_status ("test-ocl-plan");
-  if (skip)
-    return skip;
-  valgrind = g_strcmp0 (g_getenv ("SEDP_VALGRIND"), "1") == 0;
-  g_autoptr (GError) error = NULL;
-  device = sedp_nn_device_open (NULL, &error);
-  if (device == NULL) {
-    fprintf (stderr, "test-ocl-plan: %s\n", error->message);
-    return 1;
-  }
-  if (CU_initialize_registry () != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite ("nn-ocl-plan", NULL, NULL);
+  CU_pSuite s = NULL;
+  int status = ocl_test_begin ("nn-ocl-plan", &valgrind, &device, &s);
+  if (status)
+    return status;
   CU_add_test (s, "the weight store: one copy per device", test_weights_shared);
   CU_add_test (s, "gemm: transposes, bias kinds, activations", test_gemm_forms);
   /* Not under valgrind: CLBlast's batched routines take minutes to set up there. */
@@ -483,7 +468,7 @@ main (int argc, char **argv)
   if (!valgrind)
     CU_add_test (s, "a plan over the device's buffer limit", test_arena_limit);
   CU_add_test (s, "a device lost at run time", test_device_lost);
-  int status = sedp_test_run ();
+  status = sedp_test_run ();
   sedp_nn_device_unref (device);
   g_free (self_exe);
   return status;
