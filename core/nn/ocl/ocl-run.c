@@ -244,6 +244,8 @@ download_outputs (OclPlan *o, const OclStream *s, RunEvents *ev)
   if (rc == CL_SUCCESS)
     rc = clEnqueueMarkerWithWaitList (s->down, 0, NULL, &ev->done);
   if (rc == CL_SUCCESS)
+    rc = clFlush (s->down);
+  if (rc == CL_SUCCESS)
     rc = clWaitForEvents (1, &ev->done);
   cl_int status = event_status (ev->done, event_status (ev->compute, event_status (ev->up, CL_COMPLETE)));
   *ev = (RunEvents){0};

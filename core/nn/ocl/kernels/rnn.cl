@@ -19,6 +19,24 @@ gru_gate (float v, float clip, int act)
   return nn_act (v, act, 0.0f);
 }
 
+/* Time t of batch row b in X·Wᵀ ([seq, B, 3H], or [B, seq, 3H] with layout 1). */
+inline __global const float *
+gru_xw (__global const float *xw, ulong b, ulong B, ulong H, long seq, long t, int layout)
+{
+  return xw + (layout ? b * seq + t : t * B + b) * 3 * H;
+}
+
+/* The step's end for (b, j) = k: h ← (1 − z) ⊙ n + z ⊙ h, and Y at (t, d, b) when has_y. */
+inline void
+gru_update (__global float *h, __global float *y, ulong k, ulong b, ulong j, ulong B, ulong H,
+            long seq, long t, int layout, int dirs, int d, int has_y, float z, float n)
+{
+  float hv = (1.0f - z) * n + z * h[k];
+  h[k] = hv;
+  if (has_y)
+    y[(layout ? (b * seq + t) * dirs + d : (t * dirs + d) * B + b) * H + j] = hv;
+}
+
 /* lens[b] from sequence_lens (kind 0: none, all seq; 1: int32; 2: int64), checked against
  * [0, seq]: a bad one sets the status word and reads as 0. */
 __kernel void
@@ -66,16 +84,13 @@ gru_step_lbr (__global const float *xw, ulong xw_off, __global const float *hr, 
   long t = gru_time (i, lens[lens_off + b], rev);
   if (t < 0)
     return;
-  __global const float *x = xw + xw_off + (layout ? b * seq + t : t * B + b) * 3 * H;
+  __global const float *x = gru_xw (xw + xw_off, b, B, H, seq, t, layout);
   __global const float *r = hr + hr_off + b * 3 * H;
   float z = gru_gate (r[j] + x[j], clip, f);
   float rg = gru_gate (r[H + j] + x[H + j], clip, f);
   float hn = r[2 * H + j] + bh[bh_off + 2 * H + j];
   float n = gru_gate (x[2 * H + j] + rg * hn, clip, g);
-  float hv = (1.0f - z) * n + z * h[h_off + k];
-  h[h_off + k] = hv;
-  if (has_y)
-    y[y_off + (layout ? (b * seq + t) * dirs + d : (t * dirs + d) * B + b) * H + j] = hv;
+  gru_update (h + h_off, y + y_off, k, b, j, B, H, seq, t, layout, dirs, d, has_y, z, n);
 }
 
 /* linear_before_reset = 0, first half: hr = h·R_zrᵀ [B, 2H] (CLBlast); z and r gated in place,
@@ -93,7 +108,7 @@ gru_step_zr (__global const float *xw, ulong xw_off, __global float *hr, ulong h
   long t = gru_time (i, lens[lens_off + b], rev);
   if (t < 0)
     return;
-  __global const float *x = xw + xw_off + (layout ? b * seq + t : t * B + b) * 3 * H;
+  __global const float *x = gru_xw (xw + xw_off, b, B, H, seq, t, layout);
   __global float *zr = hr + hr_off + b * 2 * H;
   float z = gru_gate (zr[j] + x[j], clip, f);
   float r = gru_gate (zr[H + j] + x[H + j], clip, f);
@@ -117,13 +132,10 @@ gru_step_h (__global const float *xw, ulong xw_off, __global const float *hr, ul
   long t = gru_time (i, lens[lens_off + b], rev);
   if (t < 0)
     return;
-  __global const float *x = xw + xw_off + (layout ? b * seq + t : t * B + b) * 3 * H;
+  __global const float *x = gru_xw (xw + xw_off, b, B, H, seq, t, layout);
   float z = hr[hr_off + b * 2 * H + j];
   float n = gru_gate (hn[hn_off + k] + x[2 * H + j], clip, g);
-  float hv = (1.0f - z) * n + z * h[h_off + k];
-  h[h_off + k] = hv;
-  if (has_y)
-    y[y_off + (layout ? (b * seq + t) * dirs + d : (t * dirs + d) * B + b) * H + j] = hv;
+  gru_update (h + h_off, y + y_off, k, b, j, B, H, seq, t, layout, dirs, d, has_y, z, n);
 }
 
 /* Y_h of direction d: h after each row's last step; 0 for a row of length 0 (as ONNX Runtime). */
