@@ -581,7 +581,7 @@ test_argmax_argmin (void)
           for (int i = 0; i < 24; i++) {
             xr[i] = t && isnan (xv[i]) ? 9 : xv[i];
             xf[i] = (float) xr[i];
-            xi[i] = (gint64) xr[i];
+            xi[i] = t ? (gint64) xr[i] : 0; /* read only for int64 (t); xr may be NaN else */
           }
           gint64 dims[3] = {2, 3, 4}, a = axis < 0 ? axis + 3 : axis;
           gint64 outer = a == 0 ? 1 : a == 1 ? 2 : 6, len = dims[a], inner = 24 / outer / len;
@@ -694,7 +694,7 @@ test_topk (void)
           for (int i = 0; i < 12; i++) {
             xr[i] = t && isnan (xv[i]) ? 4 : xv[i];
             xf[i] = (float) xr[i];
-            xi[i] = (gint64) xr[i];
+            xi[i] = t ? (gint64) xr[i] : 0; /* read only for int64 (t); xr may be NaN else */
           }
           gint64 lanes = axis ? 2 : 6, len = axis ? 6 : 2, stride = axis ? 1 : 6;
           gint64 want_i[12];

@@ -23,9 +23,13 @@ static inline __attribute__ ((always_inline)) float
 nn_fast_exp (float x)
 {
   gboolean under = x < -87.0f;
-  x = under ? -87.0f : x > 88.0f ? 88.0f : x;
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  /* Clamped so that NaN becomes -87 (both comparisons false): n is then a finite integer, whose
+   * conversion below is defined (a NaN's is undefined: UBSan's float-cast-overflow); the NaN is
+   * given back at the end. */
+  float c = x > 88.0f ? 88.0f : x;
+  c = c > -87.0f ? c : -87.0f;
+  float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(c / ln 2) */
+  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -33,12 +37,10 @@ nn_fast_exp (float x)
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  /* Shifted as unsigned: for a NaN x, n is NaN and its conversion a large negative number, whose
-   * signed shift is undefined (the result is NaN either way: p is NaN). */
-  guint32 bits = (guint32) ((gint32) n + 127) << 23;
+  guint32 bits = (guint32) ((gint32) n + 127) << 23; /* n in [-126, 127] */
   float scale;
   memcpy (&scale, &bits, sizeof scale);
-  return under ? 0.0f : p * scale;
+  return x != x ? x : under ? 0.0f : p * scale;
 }
 
 /* 1 / (1 + e^−x). */

@@ -369,7 +369,8 @@ kernel_onehot (const Plan *plan, const Step *s, gpointer const *ptrs, GError **e
   for (gint64 o = 0; o < p->outer; o++)
     for (gint64 i = 0; i < p->inner; i++) {
       double v = nn_load_double (p->idtype, ptrs[s->in[0]], o * p->inner + i);
-      gint64 k = isfinite (v) ? (gint64) v : -1 - p->depth;
+      /* 2³² or more selects nothing (depth ≤ 2³⁰), NaN and ±inf too; the OpenCL kernel's rule */
+      gint64 k = fabs (v) < 0x1p32 ? (gint64) v : -1 - p->depth;
       k = k < 0 ? k + p->depth : k;
       if (k >= 0 && k < p->depth)
         memcpy (y + ((o * p->depth + k) * p->inner + i) * p->esize, p->on, p->esize);

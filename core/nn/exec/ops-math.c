@@ -664,13 +664,18 @@ nn_load_double (SedpNnDType t, gconstpointer p, gint64 i)
   }
 }
 
+/* Element @i as an integer: truncated toward 0; NaN and ±inf give 0, a finite value outside
+ * int64's range G_MININT64 (what x86's conversion gives, and numpy and ONNX Runtime with it; C
+ * leaves it undefined). The OpenCL kernels follow the same rule (elementwise.cl). */
 static gint64
 load_as_int (SedpNnDType t, gconstpointer p, gint64 i)
 {
   if (t == SEDP_NN_INT64)
     return ((const gint64 *) p)[i];
   double v = nn_load_double (t, p, i);
-  return isfinite (v) ? (gint64) v : 0;
+  if (!isfinite (v))
+    return 0;
+  return v >= 0x1p63 || v < -0x1p63 ? G_MININT64 : (gint64) v;
 }
 
 static gboolean
