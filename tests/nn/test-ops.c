@@ -2461,6 +2461,38 @@ test_unsupported_ops (void)
   mlp_free (&p);
 }
 
+/* A node's outputs against its operator's: more than it has, an unnamed output it always
+ * produces, none named; each refused with the node named (the fuzzer's Slice with a second
+ * output wrote past the plan's values). The optional ones (GRU's Y, LayerNormalization's mean,
+ * Dropout's mask) are exercised by their suites and ONNX's node tests. */
+static void
+test_output_errors (void)
+{
+  static const struct {
+    const char *op, *inputs, *outputs, *needle;
+  } cases[] = {
+    {"Relu", "X", "Y,Z", "node 'n' (Relu): has 2 outputs; the operator has 1"},
+    {"Slice", "X,s,e", ",Y", "node 'n' (Slice): has 2 outputs; the operator has 1"},
+    {"Relu", "X", "", "node 'n' (Relu): output 0 has no name; the operator always produces it"},
+    {"TopK", "X,k", "Y", "node 'n' (TopK): output 1 has no name; the operator always produces it"},
+    {"TopK", "X,k", ",Y", "node 'n' (TopK): output 0 has no name; the operator always produces it"},
+    {"Dropout", "X", ",Y", "node 'n' (Dropout): output 0 has no name; the operator always produces it"},
+    {"Dropout", "X", "Y,Z,W", "node 'n' (Dropout): has 3 outputs; the operator has 2"},
+    {"Split", "X", ",", "node 'n' (Split): has no output"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    SedpNnModel *m = tb_new (13);
+    IN (m, "X", F, -1, 4);
+    tb_init_i (m, "s", 1, I64 (1), (gint64[]){0});
+    tb_init_i (m, "e", 1, I64 (1), (gint64[]){1});
+    tb_init_i (m, "k", 1, I64 (1), (gint64[]){2});
+    tb_node (m, cases[i].op, "n", cases[i].inputs, cases[i].outputs);
+    tb_node (m, "Identity", "id", "X", "O"); /* the graph's output, whatever n names */
+    OUT (m, "O", F);
+    expect_plan_error (m, 2, SEDP_NN_ERROR_INVALID, cases[i].needle);
+  }
+}
+
 static void
 test_shape_errors (void)
 {
@@ -2815,6 +2847,7 @@ main (void)
       {"outputs aliasing", test_outputs_aliasing},
       {"unsupported ops", test_unsupported_ops},
       {"shape errors", test_shape_errors},
+      {"a node's outputs against its operator's", test_output_errors},
       {"graph errors", test_graph_errors},
       {"nodes with missing inputs", test_missing_inputs},
       {"absurd shapes refused at plan time", test_huge_shapes},

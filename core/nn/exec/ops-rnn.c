@@ -426,11 +426,6 @@ gru_outputs (OpCtx *c, const GruParams *p)
 gboolean
 nn_prepare_gru (OpCtx *c, GError **error)
 {
-  if (c->step->n_out > 2) {
-    nn_node_error (error, SEDP_NN_ERROR_INVALID, c->node, "%u outputs; GRU has two (Y, Y_h)",
-                   c->step->n_out);
-    return FALSE;
-  }
   GruParams *p = g_new0 (GruParams, 1);
   c->step->params = p;
   c->step->fn = kernel_gru; /* so that nn_free_rnn_params frees what p owns on failure */

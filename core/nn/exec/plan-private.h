@@ -127,6 +127,10 @@ typedef struct {
   guint max_inputs;    /* inputs it may have */
   gint64 since;        /* the oldest opset whose definition of the operator the engine runs as it
                         * is (a model of an older opset that uses it is refused) */
+  guint max_outputs;   /* outputs it may have; 0: one */
+  guint64 optional_outputs; /* bit k: output k may be absent or ""; the others must be named (a
+                             * prepare function writes them unconditionally). plan.c checks both,
+                             * and that at least one output is named. */
 } OpDef;
 
 /* The operator table (ops.c). NULL when @op_type is not supported. */

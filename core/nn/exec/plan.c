@@ -309,6 +309,31 @@ bind_inputs (Plan *p, gint64 batch, gconstpointer const *param_data, GError **er
   return TRUE;
 }
 
+/* The node's outputs against its operator's (OpDef.max_outputs, optional_outputs): not more
+ * than it has, every required one named, at least one named. */
+static gboolean
+check_outputs (const SedpNnNode *node, const OpDef *def, GError **error)
+{
+  guint max = def->max_outputs ? def->max_outputs : 1, named = 0;
+  if (node->n_outputs > max) {
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "has %u outputs; the operator has %u",
+                   node->n_outputs, max);
+    return FALSE;
+  }
+  for (guint k = 0; k < max; k++) {
+    gboolean present = k < node->n_outputs && node->outputs[k][0] != '\0';
+    named += present;
+    if (!present && !(def->optional_outputs & (G_GUINT64_CONSTANT (1) << k))) {
+      nn_node_error (error, SEDP_NN_ERROR_INVALID, node,
+                     "output %u has no name; the operator always produces it", k);
+      return FALSE;
+    }
+  }
+  if (named == 0)
+    nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "has no output");
+  return named > 0;
+}
+
 /* Orders the nodes so that every input is defined before it is read. */
 static guint *
 topological_order (Plan *p, GError **error)
@@ -665,13 +690,14 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
     const SedpNnNode *node = &model->nodes[order[t]];
     const OpDef *def = nn_op_lookup (node->op_type);
     Step step = {.node = node};
-    if (node->n_inputs > def->max_inputs || node->n_inputs < def->min_inputs ||
-        node->n_outputs > NN_MAX_OUT) {
+    if (node->n_inputs > def->max_inputs || node->n_inputs < def->min_inputs) {
       nn_node_error (error, SEDP_NN_ERROR_INVALID, node,
-                     "has %u inputs and %u outputs; the operator takes %u to %u inputs", node->n_inputs,
-                     node->n_outputs, def->min_inputs, def->max_inputs);
+                     "has %u inputs; the operator takes %u to %u inputs", node->n_inputs,
+                     def->min_inputs, def->max_inputs);
       goto fail;
     }
+    if (!check_outputs (node, def, error))
+      goto fail;
     for (guint k = 0; k < def->min_inputs; k++)
       if (node->inputs[k][0] == '\0') {
         nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "required input %u is missing", k);
@@ -681,15 +707,8 @@ nn_plan_compile (SedpNnModel *model, gint64 batch, const NnCompileOptions *opts,
     for (guint k = 0; k < node->n_inputs; k++)
       step.in[k] = node->inputs[k][0] ? value_index (p, node->inputs[k]) : -1;
     step.n_out = node->n_outputs;
-    gboolean any_out = FALSE;
-    for (guint k = 0; k < node->n_outputs; k++) {
+    for (guint k = 0; k < node->n_outputs; k++)
       step.out[k] = node->outputs[k][0] ? value_index (p, node->outputs[k]) : -1;
-      any_out = any_out || step.out[k] >= 0;
-    }
-    if (!any_out) {
-      nn_node_error (error, SEDP_NN_ERROR_INVALID, node, "has no output");
-      goto fail;
-    }
     gboolean all_const = TRUE;
     for (guint k = 0; k < step.n_in; k++) {
       if (step.in[k] < 0)
