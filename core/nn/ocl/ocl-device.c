@@ -245,6 +245,7 @@ static gboolean
 overlap_choose (SedpNnDevice *d, GError **error)
 {
   const char *env = g_getenv ("SEDP_OPENCL_OVERLAP");
+  d->overlap = (d->type & CL_DEVICE_TYPE_CPU) == 0;
   if (env == NULL || *env == '\0')
     return TRUE;
   if (strcmp (env, "0") != 0 && strcmp (env, "1") != 0) {

@@ -1,9 +1,9 @@
 /* sedp — a run of a lowered plan (docs/opencl.md §4, §5.1): the inputs uploaded to their arena
  * slots, the commands enqueued in order on the stream's compute queue (in-order: no events
  * between them), the outputs downloaded, and the caller woken when the last download is done.
- * On a stream of three queues, a marker and a barrier chain upload → compute → download. A host command
- * reads its step's inputs back into the CPU plan's arena, runs the CPU kernel and writes its
- * outputs to the device. */
+ * On a stream of three queues, a marker and a barrier chain upload → compute → download. A host
+ * command reads its step's inputs back into the CPU plan's arena, runs the CPU kernel and writes
+ * its outputs to the device. */
 #include "ocl-private.h"
 
 #include "../exec/plan-private.h"
@@ -208,6 +208,16 @@ event_status (cl_event ev, cl_int worst)
   return status < worst ? status : worst;
 }
 
+/* Releases the run's events; the worst of their execution statuses (CL_COMPLETE for none). */
+static cl_int
+events_release (RunEvents *ev)
+{
+  cl_int worst = event_status (ev->up, CL_COMPLETE);
+  worst = event_status (ev->done, event_status (ev->compute, worst));
+  *ev = (RunEvents){0};
+  return worst;
+}
+
 /* Enqueues a download of each graph output into host_out on @q. */
 static cl_int
 download_values (OclPlan *o, cl_command_queue q)
@@ -247,8 +257,7 @@ download_outputs (OclPlan *o, const OclStream *s, RunEvents *ev)
     rc = clFlush (s->down);
   if (rc == CL_SUCCESS)
     rc = clWaitForEvents (1, &ev->done);
-  cl_int status = event_status (ev->done, event_status (ev->compute, event_status (ev->up, CL_COMPLETE)));
-  *ev = (RunEvents){0};
+  cl_int status = events_release (ev);
   cl_int injected = g_atomic_int_and (&test_fail_code, 0);
   if (injected)
     status = injected;
@@ -263,8 +272,7 @@ run_abandon (const OclStream *s, RunEvents *ev)
   clFinish (s->up);
   clFinish (s->queue);
   clFinish (s->down);
-  event_status (ev->done, event_status (ev->compute, event_status (ev->up, CL_COMPLETE)));
-  *ev = (RunEvents){0};
+  events_release (ev);
 }
 
 static void
