@@ -94,6 +94,14 @@ sedp_stage_context_add_counter (SedpStageContext *ctx, const char *name, const c
   return sedp_metrics_counter (ctx->metrics, ctx->name, name, help);
 }
 
+SedpCounter *
+sedp_stage_context_add_degraded_counter (SedpStageContext *ctx, const char *name,
+                                         const char *help)
+{
+  g_return_val_if_fail (ctx != NULL && name != NULL, NULL);
+  return sedp_metrics_degraded_counter (ctx->metrics, ctx->name, name, help, TRUE);
+}
+
 SedpHistogram *
 sedp_stage_context_add_histogram (SedpStageContext *ctx, const char *name, const char *help,
                                   const double *bounds, guint n_bounds)

@@ -5,6 +5,7 @@
 
 struct _SedpCounter {
   guint64 value;
+  gboolean degraded; /* counts answers given with stand-ins (sedp_metrics_degraded_counter) */
   char *stage;
   char *name;
   char *help;
@@ -96,6 +97,13 @@ sedp_metrics_free (SedpMetrics *m)
 SedpCounter *
 sedp_metrics_counter (SedpMetrics *m, const char *stage, const char *name, const char *help)
 {
+  return sedp_metrics_degraded_counter (m, stage, name, help, FALSE);
+}
+
+SedpCounter *
+sedp_metrics_degraded_counter (SedpMetrics *m, const char *stage, const char *name,
+                               const char *help, gboolean degraded)
+{
   g_mutex_lock (&m->lock);
   for (guint i = 0; i < m->counters->len; i++) {
     SedpCounter *c = m->counters->pdata[i];
@@ -108,9 +116,24 @@ sedp_metrics_counter (SedpMetrics *m, const char *stage, const char *name, const
   c->stage = g_strdup (stage);
   c->name = g_strdup (name);
   c->help = g_strdup (help ? help : "");
+  c->degraded = degraded;
   g_ptr_array_add (m->counters, c);
   g_mutex_unlock (&m->lock);
   return c;
+}
+
+guint64
+sedp_metrics_get_degraded (SedpMetrics *m)
+{
+  guint64 sum = 0;
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < m->counters->len; i++) {
+    SedpCounter *c = m->counters->pdata[i];
+    if (c->degraded)
+      sum += sedp_counter_get (c);
+  }
+  g_mutex_unlock (&m->lock);
+  return sum;
 }
 
 SedpHistogram *

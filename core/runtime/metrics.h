@@ -17,6 +17,16 @@ SEDP_API void sedp_metrics_free (SedpMetrics *metrics);
 SEDP_API SedpCounter *sedp_metrics_counter (SedpMetrics *metrics, const char *stage, const char *name,
                                    const char *help);
 
+/* As sedp_metrics_counter(); with @degraded the counter counts answers given with stand-ins
+ * (sedp_stage_context_add_degraded_counter) and is summed by sedp_metrics_get_degraded(). The
+ * first registration of @stage:@name decides. */
+SEDP_API SedpCounter *sedp_metrics_degraded_counter (SedpMetrics *metrics, const char *stage,
+                                                     const char *name, const char *help,
+                                                     gboolean degraded);
+
+/* The sum of the degraded counters (above) of every stage, read now. Thread-safe. */
+SEDP_API guint64 sedp_metrics_get_degraded (SedpMetrics *metrics);
+
 /* Registers (or returns the existing) histogram @stage:@name with the given bounds. */
 SEDP_API SedpHistogram *sedp_metrics_histogram (SedpMetrics *metrics, const char *stage, const char *name,
                                        const char *help, const double *bounds, guint n_bounds);

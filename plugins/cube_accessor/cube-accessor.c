@@ -280,9 +280,9 @@ accessor_create (SedpStageContext *ctx, GError **error)
                                                    "Distinct keys looked up (per batch)");
   a->missing = sedp_stage_context_add_counter (ctx, "missing_keys_total",
                                                "Distinct keys the cube lacks (given the default)");
-  a->degraded = sedp_stage_context_add_counter (ctx, "degraded_lookups_total",
-                                                "Lookups whose backend failed as a whole "
-                                                "(every key given the default)");
+  a->degraded = sedp_stage_context_add_degraded_counter (ctx, "degraded_lookups_total",
+                                                         "Lookups whose backend failed as a whole "
+                                                         "(every key given the default)");
   a->degraded_keys = sedp_stage_context_add_counter (ctx, "degraded_keys_total",
                                                      "Distinct keys given the default because "
                                                      "the backend failed");

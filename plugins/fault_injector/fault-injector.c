@@ -1,5 +1,5 @@
-/* fault_injector — fails or sheds chosen rows and requests, to test error isolation, shedding
- * and error reporting. */
+/* fault_injector — fails, sheds or degrades chosen rows and requests, to test error isolation,
+ * shedding, error reporting and what counts degraded answers (sedp tune). */
 #include <sedp/sedp.h>
 
 #include <string.h>
@@ -8,11 +8,12 @@ typedef struct {
   GHashTable *fail_items;    /* item index + 1 */
   GHashTable *drop_items;
   GHashTable *answer_items;
+  GHashTable *degrade_items; /* passed on unchanged, counted as degraded */
   GHashTable *fail_requests; /* request ids */
   GHashTable *drop_requests;
   gboolean fail_batch;
   char *message;
-  SedpCounter *injected;
+  SedpCounter *injected, *degraded;
 } FaultInjector;
 
 static GHashTable *
@@ -48,6 +49,7 @@ fault_destroy (gpointer instance)
   g_clear_pointer (&f->fail_items, g_hash_table_unref);
   g_clear_pointer (&f->drop_items, g_hash_table_unref);
   g_clear_pointer (&f->answer_items, g_hash_table_unref);
+  g_clear_pointer (&f->degrade_items, g_hash_table_unref);
   g_clear_pointer (&f->fail_requests, g_hash_table_unref);
   g_clear_pointer (&f->drop_requests, g_hash_table_unref);
   g_free (f->message);
@@ -66,7 +68,8 @@ fault_create (SedpStageContext *ctx, GError **error)
   f->fail_items = index_set (sedp_stage_context_get_strv (ctx, "fail_items"), error, "fail_items");
   f->drop_items = f->fail_items ? index_set (sedp_stage_context_get_strv (ctx, "drop_items"), error, "drop_items") : NULL;
   f->answer_items = f->drop_items ? index_set (sedp_stage_context_get_strv (ctx, "answer_items"), error, "answer_items") : NULL;
-  if (f->answer_items == NULL) {
+  f->degrade_items = f->answer_items ? index_set (sedp_stage_context_get_strv (ctx, "degrade_items"), error, "degrade_items") : NULL;
+  if (f->degrade_items == NULL) {
     fault_destroy (f);
     return NULL;
   }
@@ -74,7 +77,8 @@ fault_create (SedpStageContext *ctx, GError **error)
   f->drop_requests = string_set (sedp_stage_context_get_strv (ctx, "drop_requests"));
   f->fail_batch = sedp_stage_context_get_bool (ctx, "fail_batch");
   f->message = g_strdup (sedp_stage_context_get_string (ctx, "message"));
-  f->injected = sedp_stage_context_add_counter (ctx, "faults_injected_total", "Rows or events failed or shed on purpose");
+  f->injected = sedp_stage_context_add_counter (ctx, "faults_injected_total", "Rows or events failed, shed or degraded on purpose");
+  f->degraded = sedp_stage_context_add_degraded_counter (ctx, "faults_degraded_rows_total", "Rows answered as if with stand-in values, on purpose");
   return f;
 }
 
@@ -119,6 +123,9 @@ fault_process (gpointer instance, SedpEvent *const *events, guint n_events, guin
       } else if (g_hash_table_contains (f->answer_items, key)) {
         sedp_frame_answer_row (frame, r);
         sedp_counter_add (f->injected, 1);
+      } else if (g_hash_table_contains (f->degrade_items, key)) {
+        sedp_counter_add (f->degraded, 1);
+        sedp_counter_add (f->injected, 1);
       }
     }
   }
@@ -129,6 +136,7 @@ static const SedpOptionSpec fault_options[] = {
   SEDP_OPTION_LIST_SPEC ("fail_items", NULL, "Item indexes whose rows fail"),
   SEDP_OPTION_LIST_SPEC ("drop_items", NULL, "Item indexes whose rows are shed"),
   SEDP_OPTION_LIST_SPEC ("answer_items", NULL, "Item indexes whose rows are answered early (as from a cache)"),
+  SEDP_OPTION_LIST_SPEC ("degrade_items", NULL, "Item indexes whose rows pass unchanged but are counted as degraded answers (faults_degraded_rows_total), as a lookup answered with default values is"),
   SEDP_OPTION_LIST_SPEC ("fail_requests", NULL, "Request ids whose events fail"),
   SEDP_OPTION_LIST_SPEC ("drop_requests", NULL, "Request ids whose events are shed"),
   SEDP_OPTION_BOOL_SPEC ("fail_batch", "false", "Fail the whole process call (not just the event) when it holds a failing request"),

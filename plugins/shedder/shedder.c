@@ -271,8 +271,11 @@ register_metrics (Shedder *s)
   SedpStageContext *ctx = s->ctx;
   s->requests = sedp_stage_context_add_counter (ctx, "shedder_requests_total",
                                                 "requests of two or more candidates decided on");
-  s->shed_items = sedp_stage_context_add_counter (ctx, "shedder_shed_items_total",
-                                                  "candidates shed");
+  /* Shedding under load (control, dnn) is a degraded answer; a fixed share is the design. */
+  gboolean by_load = s->policy == POLICY_CONTROL || s->policy == POLICY_DNN;
+  s->shed_items = (by_load ? sedp_stage_context_add_degraded_counter
+                           : sedp_stage_context_add_counter) (ctx, "shedder_shed_items_total",
+                                                              "candidates shed");
   s->bad_escores = sedp_stage_context_add_counter (ctx, "shedder_bad_escores_total",
                                                    "NaN or infinite escores (ordered last)");
   s->fallbacks = sedp_stage_context_add_counter (ctx, "shedder_fallbacks_total",

@@ -177,6 +177,26 @@ SEDP_API SedpCounter *sedp_stage_context_add_counter (SedpStageContext *ctx, con
                                                       const char *help);
 
 /**
+ * sedp_stage_context_add_degraded_counter:
+ * @name, @help: as sedp_stage_context_add_counter()
+ *
+ * Registers a counter of *degraded* work: answers the stage gave with stand-ins instead of what
+ * it exists to give, while the request still succeeds (a lookup whose backend failed, answered
+ * with default embeddings; items shed under load). Count what the stage can count (lookups,
+ * items); the unit is the stage's own, and any increase says that answers were degraded.
+ *
+ * Published as any counter. Tools that must not take a degraded answer for a good one read the
+ * sum of a pipeline's degraded counters: `sedp tune` holds a candidate infeasible when it rose
+ * during its measure (docs/tuning.md). A stage that never degrades its answers registers none.
+ * Call from `create`; thread-safety and ownership as sedp_stage_context_add_counter().
+ *
+ * Returns: (transfer none): the counter, owned by the runtime, valid until `destroy` returns.
+ */
+SEDP_API SedpCounter *sedp_stage_context_add_degraded_counter (SedpStageContext *ctx,
+                                                               const char *name,
+                                                               const char *help);
+
+/**
  * sedp_stage_context_add_histogram:
  * @bounds: (array length=n_bounds): ascending upper bounds of the buckets (copied)
  *
