@@ -11,6 +11,8 @@ typedef struct {
   double lo, hi; /* 0: none yet */
   double rate, floor;
   double hi_p99_ms, hi_error_share; /* of the probe at @hi */
+  char *refused_why;   /* the accept hook's refusal of the lowest rate it refused, or NULL */
+  double refused_rate; /* that rate */
 } Bracket;
 
 void
@@ -87,10 +89,17 @@ search_done (const Bracket *b, const SedpLoadgenSearch *s, guint probes)
   return b->rate < b->floor;
 }
 
-/* Keeps @r when its rate is the best passing one, or notes the lowest failing one. */
+/* Keeps @r when its rate is the best passing one, or notes the lowest failing one; takes @why,
+ * the accept hook's refusal (or NULL), kept when its rate is the lowest refused. */
 static void
-note_probe (Bracket *b, SedpLoadgenCapacity *out, SedpLoadgenResults *r, gboolean pass)
+note_probe (Bracket *b, SedpLoadgenCapacity *out, SedpLoadgenResults *r, gboolean pass, char *why)
 {
+  if (why && (b->refused_why == NULL || b->rate < b->refused_rate)) {
+    g_free (b->refused_why);
+    b->refused_why = g_steal_pointer (&why);
+    b->refused_rate = b->rate;
+  }
+  g_free (why);
   if (pass && b->rate > out->capacity_rps) {
     g_clear_pointer (&out->results, sedp_loadgen_results_free);
     out->results = r;
@@ -117,10 +126,12 @@ probe (SedpLoadgen *gen, const SedpLoadgenConfig *config, const SedpLoadgenSearc
   if (r == NULL)
     return FALSE;
   gboolean pass = passes (r, s);
+  char *why = pass && s->accept ? s->accept (r, s->accept_data) : NULL;
+  pass = pass && why == NULL;
   out->probes++;
   if (s->probe)
     s->probe (out->probes, c.rate, r, pass, s->probe_data);
-  note_probe (b, out, r, pass);
+  note_probe (b, out, r, pass, why);
   *(pass ? &b->lo : &b->hi) = c.rate;
   if (b->lo > 0 && b->hi > 0)
     b->rate = (b->lo + b->hi) / 2;
@@ -133,6 +144,22 @@ static gboolean
 no_capacity (const Bracket *b, const SedpLoadgenSearch *s, const SedpLoadgenCapacity *out,
              GError **error)
 {
+  if (b->refused_why && b->refused_rate <= out->lowest_failing_rps) {
+    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
+                 "no rate met the SLO in %u probes: the lowest, %.3g requests/s, kept the p99 "
+                 "and the errors but %s; relieve the target", out->probes,
+                 out->lowest_failing_rps, b->refused_why);
+    return FALSE;
+  }
+  if (b->refused_why) {
+    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
+                 "no rate met the SLO in %u probes: the lowest, %.3g requests/s, had p99 %.3f "
+                 "ms and %.2f %% errors; %.3g requests/s kept the p99 (the SLO: at most %.3f "
+                 "ms) and the errors but %s; relieve the target", out->probes,
+                 out->lowest_failing_rps, b->hi_p99_ms, 100 * b->hi_error_share,
+                 b->refused_rate, s->slo_p99_ms, b->refused_why);
+    return FALSE;
+  }
   g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
                "no rate met the SLO in %u probes: the lowest, %.3g requests/s, had p99 %.3f ms "
                "(the SLO: at most %.3f ms) and %.2f %% errors (the bound: under %.2f %%); "
@@ -159,8 +186,10 @@ sedp_loadgen_find_capacity (SedpLoadgen *gen, const SedpLoadgenConfig *config,
     return FALSE;
   out->estimate_rps = b.rate;
   b.floor = b.rate / 1000;
-  while (!search_done (&b, s, out->probes))
-    if (!probe (gen, config, s, &b, out, error))
-      return FALSE;
-  return out->capacity_rps > 0 ? TRUE : no_capacity (&b, s, out, error);
+  gboolean ok = TRUE;
+  while (ok && !search_done (&b, s, out->probes))
+    ok = probe (gen, config, s, &b, out, error);
+  ok = ok && (out->capacity_rps > 0 || no_capacity (&b, s, out, error));
+  g_free (b.refused_why);
+  return ok;
 }

@@ -11,6 +11,11 @@ G_BEGIN_DECLS
 typedef void (*SedpLoadgenProbeFunc) (guint probe, double rate, const SedpLoadgenResults *results,
                                       gboolean pass, gpointer user_data);
 
+/* Called after each probe that met the SLO, on the searching thread: %NULL accepts it, a
+ * message (newly allocated, freed by the search) fails it and says why. For what the results
+ * do not show (sedp tune: answers the target degraded during the probe). */
+typedef char *(*SedpLoadgenAcceptFunc) (const SedpLoadgenResults *results, gpointer user_data);
+
 /**
  * SedpLoadgenSearch:
  * @slo_p99_ms: the p99 latency a rate must keep, in milliseconds, more than 0
@@ -23,6 +28,8 @@ typedef void (*SedpLoadgenProbeFunc) (guint probe, double rate, const SedpLoadge
  * @max_probes: the most open-loop probes, 1 to 1000 (default 30)
  * @probe: (nullable): called after each probe
  * @probe_data: @probe's user data
+ * @accept: (nullable): a further condition on each probe that met the SLO and the error bound
+ * @accept_data: @accept's user data
  *
  * How to search. Initialize with sedp_loadgen_search_init(); a plain struct the caller owns.
  */
@@ -34,6 +41,8 @@ typedef struct {
   guint max_probes;
   SedpLoadgenProbeFunc probe;
   gpointer probe_data;
+  SedpLoadgenAcceptFunc accept;
+  gpointer accept_data;
 } SedpLoadgenSearch;
 
 /* The defaults above; @slo_p99_ms 0, to be set. */

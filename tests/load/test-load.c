@@ -535,6 +535,56 @@ test_no_capacity (void)
   test_pipeline_stop (&t);
 }
 
+/* The accept hook refuses every probe above 120 requests/s offered: the capacity stays under
+ * it although the SLO passes far higher, and with every probe refused the error gives the
+ * hook's reason. */
+static char *
+refuse_above_120 (const SedpLoadgenResults *r, gpointer data)
+{
+  (*(guint *) data)++;
+  double offered = sedp_loadgen_results_get_offered_rps (r);
+  return offered > 120 ? g_strdup_printf ("offered %.0f/s", offered) : NULL;
+}
+
+static void
+test_capacity_accept (void)
+{
+  TestPipeline t;
+  test_pipeline_start (&t, slow_pipeline);
+  g_autoptr (SedpWorkload) w = sedp_workload_load (NULL, SEDP_WORKLOAD_JSON, NULL);
+  g_autoptr (SedpLoadgen) gen = sedp_loadgen_new_pipeline (t.pipeline, w);
+  SedpLoadgenConfig c = open_config (1, 0.3);
+  SedpLoadgenSearch s;
+  sedp_loadgen_search_init (&s);
+  s.slo_p99_ms = 50;
+  s.start_rate = 40;
+  s.tolerance = 0.1;
+  guint asked = 0;
+  s.accept = refuse_above_120;
+  s.accept_data = &asked;
+  g_autoptr (GError) error = NULL;
+  SedpLoadgenCapacity cap;
+  gboolean ok = sedp_loadgen_find_capacity (gen, &c, &s, &cap, &error);
+  /* under valgrind the SLO itself may fail at 40/s: only the hook's bound is checked there */
+  CU_ASSERT (cap.capacity_rps < 160);
+  if (!under_valgrind ()) {
+    CU_ASSERT_TRUE (ok);
+    CU_ASSERT (asked >= 2);
+    CU_ASSERT (cap.capacity_rps >= 40 && cap.lowest_failing_rps > cap.capacity_rps);
+  }
+  sedp_loadgen_capacity_clear (&cap);
+  g_clear_error (&error);
+  s.start_rate = 200;
+  s.max_probes = 1;
+  CU_ASSERT_FALSE (sedp_loadgen_find_capacity (gen, &c, &s, &cap, &error));
+  if (!under_valgrind ())
+    SEDP_ASSERT_ERROR (error, SEDP_LOADGEN_ERROR, "kept the p99 and the errors but offered");
+  CU_ASSERT_EQUAL (cap.capacity_rps, 0);
+  sedp_loadgen_capacity_clear (&cap);
+  g_clear_pointer (&gen, sedp_loadgen_free);
+  test_pipeline_stop (&t);
+}
+
 /* ---- HTTP, against a loopback server ---- */
 
 /* A loopback HTTP/1.1 server on a thread of its own, for the load generator's HTTP client: it
@@ -1019,6 +1069,7 @@ main (void)
   CU_add_test (s, "refusals at entry counted", test_refused);
   CU_add_test (s, "closed loop", test_closed_loop);
   CU_add_test (s, "capacity search on a known capacity", test_find_capacity);
+  CU_add_test (s, "the capacity search's accept hook", test_capacity_accept);
   CU_add_test (s, "capacity search: no rate meets the SLO", test_no_capacity);
   CU_add_test (s, "HTTP: answers with a Content-Length", test_http_content_length);
   CU_add_test (s, "HTTP: chunked answers", test_http_chunked);
