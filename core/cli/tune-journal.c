@@ -143,6 +143,8 @@ add_result (JsonBuilder *b, const SedpTuneResult *r)
     json_builder_set_member_name (b, result_counts[i].name);
     json_builder_add_int_value (b, G_STRUCT_MEMBER (guint64, r, result_counts[i].offset));
   }
+  json_builder_set_member_name (b, "degraded");
+  json_builder_add_int_value (b, (gint64) r->degraded);
   json_builder_set_member_name (b, "threads");
   json_builder_add_int_value (b, r->threads);
   add_string (b, "first_error", r->first_error);
@@ -290,6 +292,9 @@ get_result (Reader *rd, JsonObject *o, SedpTuneResult *r)
   for (guint i = 0; i < G_N_ELEMENTS (result_counts); i++)
     G_STRUCT_MEMBER (guint64, r, result_counts[i].offset) =
       (guint64) MAX (0, get_number (rd, ro, result_counts[i].name));
+  /* "degraded" came after version 2's first journals: absent, nothing was degraded */
+  if (ro && json_object_has_member (ro, "degraded"))
+    r->degraded = (guint64) MAX (0, get_number (rd, ro, "degraded"));
   r->threads = (guint) MAX (0, get_number (rd, ro, "threads"));
   r->first_error = get_string (rd, ro, "first_error");
 }

@@ -137,6 +137,8 @@ add_eval (JsonBuilder *b, const Tune *t, const TuneEval *e)
   json_builder_set_member_name (b, "errors");
   json_builder_add_int_value (b, (gint64) e->r.errors);
   add_number (b, "error_share", e->r.error_share);
+  json_builder_set_member_name (b, "degraded");
+  json_builder_add_int_value (b, (gint64) e->r.degraded);
   json_builder_set_member_name (b, "feasible");
   json_builder_add_boolean_value (b, e->feasible);
   json_builder_set_member_name (b, "reason");

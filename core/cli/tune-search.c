@@ -26,6 +26,12 @@ tune_eval_free (gpointer e)
   g_free (e);
 }
 
+double
+tune_degraded_share (const SedpTuneResult *r)
+{
+  return r->degraded ? (double) r->degraded / (double) MAX (r->arrivals, 1) : 0;
+}
+
 /* The p99 and error violations of built @e: measured at --rate, or with --maximize throughput
  * part of the capacity's definition, so only a capacity of 0 (no rate kept the SLO) violates. */
 static void
@@ -37,7 +43,7 @@ judge_service (const Tune *t, TuneEval *e)
     v[TUNE_C_ERRORS] = 0;
   } else {
     v[TUNE_C_P99] = MAX (0, e->r.p99_ms - slo) / slo;
-    v[TUNE_C_ERRORS] = e->r.error_share;
+    v[TUNE_C_ERRORS] = e->r.error_share + tune_degraded_share (&e->r);
   }
 }
 
@@ -51,9 +57,14 @@ service_reason (const Tune *t, const TuneEval *e)
                             e->r.first_error ? e->r.first_error : "?");
   if (v[TUNE_C_P99] > 0)
     return g_strdup_printf ("p99 %.3g ms over the SLO of %g ms", e->r.p99_ms, t->o.slo_p99_ms);
-  if (v[TUNE_C_ERRORS] > 0)
+  if (v[TUNE_C_ERRORS] > 0 && e->r.errors > 0)
     return g_strdup_printf ("%.3g %% of the requests not answered OK (first: %s)",
                             100 * e->r.error_share, e->r.first_error ? e->r.first_error : "?");
+  if (v[TUNE_C_ERRORS] > 0)
+    return g_strdup_printf ("answers degraded: the pipeline's degraded counters rose by %"
+                            G_GUINT64_FORMAT " during the measure (answers given with stand-ins, such "
+                            "as lookups answered with default values or candidates shed under "
+                            "load)", e->r.degraded);
   return NULL;
 }
 
@@ -131,6 +142,7 @@ fold_repeat (SedpTuneResult *r, const SedpTuneResult *again)
   r->p99_ms = MAX (r->p99_ms, again->p99_ms);
   r->error_share = MAX (r->error_share, again->error_share);
   r->errors = MAX (r->errors, again->errors);
+  r->degraded = MAX (r->degraded, again->degraded);
   r->wall_s += again->wall_s;
 }
 
@@ -273,7 +285,7 @@ pick_finalists (Tune *t)
 /* Whether re-measured @r holds: every repeat built and its median is a value (with --maximize
  * throughput, a capacity above 0: the SLO and the errors are the capacity's definition); at
  * --rate, its worst p99 also keeps the SLO and its worst error share is no higher than the
- * re-measured baseline's. */
+ * re-measured baseline's, and its answers were degraded no more than the baseline's. */
 static gboolean
 holds (const Tune *t, const SedpTuneRepeated *r)
 {
@@ -281,7 +293,8 @@ holds (const Tune *t, const SedpTuneRepeated *r)
   if (!r->feasible || isnan (v) || (t->o.throughput && v <= 0))
     return FALSE;
   return t->o.throughput || (r->worst_p99_ms <= t->o.slo_p99_ms &&
-                             r->worst_error_share <= t->rep[0].worst_error_share);
+                             r->worst_error_share <= t->rep[0].worst_error_share &&
+                             r->worst_degraded <= t->rep[0].worst_degraded);
 }
 
 /* Whether finalist @r beats the re-measured baseline: it holds, and has the better median (or

@@ -7,6 +7,7 @@
 #include "evaluate.h"
 #include "../dsl/keys.h"
 #include "../load/capacity.h"
+#include "../runtime/metrics.h"
 
 #include <errno.h>
 #include <math.h>
@@ -181,19 +182,29 @@ fill_result (SedpTuneResult *r, const SedpLoadgenResults *res, const CpuTimes *b
   r->first_error = g_strdup (sedp_loadgen_results_get_first_error (res));
 }
 
-/* The measured window: the CPU time read right around the run, on the run's thread. */
+/* The sum of @p's degraded counters now (sedp_stage_context_add_degraded_counter()). */
+static guint64
+degraded_now (SedpPipeline *p)
+{
+  return sedp_metrics_get_degraded (sedp_pipeline_get_metrics (p));
+}
+
+/* The measured window of @p: the CPU time read right around the run, on the run's thread. */
 static gboolean
-measure_window (const SedpTuneMeasure *m, SedpLoadgen *gen, SedpTuneResult *r, GError **error)
+measure_window (const SedpTuneMeasure *m, SedpPipeline *p, SedpLoadgen *gen, SedpTuneResult *r,
+                GError **error)
 {
   SedpLoadgenConfig c;
   CpuTimes before, after;
   open_loop (m, m->duration_s, &c);
+  guint64 degraded = degraded_now (p);
   if (!cpu_times_read (&before, error))
     return FALSE;
   g_autoptr (SedpLoadgenResults) res = sedp_loadgen_run (gen, &c, error);
   if (res == NULL || !cpu_times_read (&after, error))
     return FALSE;
   fill_result (r, res, &before, &after);
+  r->degraded = degraded_now (p) - degraded;
   return TRUE;
 }
 
@@ -210,7 +221,7 @@ drive (const SedpTuneMeasure *m, SedpPipeline *p, double slo_p99_ms, SedpTuneRes
     if (warm == NULL)
       return FALSE;
   }
-  return measure_window (m, gen, r, error);
+  return measure_window (m, p, gen, r, error);
 }
 
 /* How a started candidate is driven: drive() or search_capacity(); @slo_p99_ms for the latter. */
@@ -253,6 +264,34 @@ sedp_tune_evaluate (const SedpTuneMeasure *m, const char *text, const char *path
 
 /* ---- capacity ---- */
 
+/* What the capacity search's hooks see: the pipeline and its degraded sum after the last
+ * probe. */
+typedef struct {
+  SedpPipeline *p;
+  guint64 degraded;
+} ProbeWatch;
+
+/* The search's accept hook: a probe during which answers were degraded does not pass. */
+static char *
+accept_undegraded (const SedpLoadgenResults *results, gpointer data)
+{
+  ProbeWatch *w = data;
+  guint64 rose = degraded_now (w->p) - w->degraded;
+  return rose ? g_strdup_printf ("the pipeline's degraded counters rose by %" G_GUINT64_FORMAT
+                                 " (answers given with stand-ins, such as lookups "
+                                 "answered with default values or candidates shed under load)", rose)
+              : NULL;
+}
+
+/* The search's probe hook: the degraded sum is taken after every probe. */
+static void
+probe_done (guint probe, double rate, const SedpLoadgenResults *results, gboolean pass,
+            gpointer data)
+{
+  ProbeWatch *w = data;
+  w->degraded = degraded_now (w->p);
+}
+
 /* The capacity search on the started pipeline @p, after the warm-up. */
 static gboolean
 search_capacity (const SedpTuneMeasure *m, SedpPipeline *p, double slo_p99_ms,
@@ -272,6 +311,10 @@ search_capacity (const SedpTuneMeasure *m, SedpPipeline *p, double slo_p99_ms,
   search.slo_p99_ms = slo_p99_ms;
   search.start_rate = m->rate;
   search.max_probes = 12;
+  ProbeWatch watch = {.p = p, .degraded = degraded_now (p)};
+  search.accept = accept_undegraded;
+  search.probe = probe_done;
+  search.accept_data = search.probe_data = &watch;
   SedpLoadgenCapacity cap = {0};
   g_autoptr (GError) none = NULL;
   gboolean ok = sedp_loadgen_find_capacity (gen, &c, &search, &cap, &none);
@@ -339,6 +382,7 @@ summarize (SedpTuneRepeated *out)
     capacity[i] = r->capacity_rps;
     out->worst_p99_ms = MAX (out->worst_p99_ms, r->p99_ms);
     out->worst_error_share = MAX (out->worst_error_share, r->error_share);
+    out->worst_degraded = MAX (out->worst_degraded, r->degraded);
   }
   out->median_cpu_s_per_request = median (cpu, n);
   out->median_capacity_rps = median (capacity, n);

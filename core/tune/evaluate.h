@@ -97,6 +97,11 @@ SEDP_API gboolean sedp_tune_measure_check (const SedpTuneMeasure *measure, GErro
  * @threads: the pipeline's worker threads (staged: the sum of the stages' parallelism; sync
  *   mode: its pool)
  * @first_error: (nullable): the first failed request's description, when @errors > 0
+ * @degraded: sedp_tune_evaluate() only: how much the pipeline's degraded counters
+ *   (sedp_stage_context_add_degraded_counter(): lookups answered with default values because
+ *   their backend failed, candidates shed under load) rose during the measured run, in the
+ *   stages' own units; answers counted OK that were degraded. The capacity search
+ *   refuses a probe during which they rose (sedp_tune_find_capacity())
  * @capacity_rps: sedp_tune_find_capacity() only (0 otherwise): the highest rate probed whose
  *   p99 kept the SLO with under 1 % errors, 0 when none did; the latency and count fields are
  *   then that probe's, and the CPU fields NaN (a search's probes are not measured for CPU)
@@ -121,6 +126,7 @@ typedef struct {
   guint threads;
   char *first_error;
   double capacity_rps;
+  guint64 degraded;
 } SedpTuneResult;
 
 /* Frees @result's strings and zeroes it; clearing twice is harmless. */
@@ -192,6 +198,7 @@ SEDP_API gboolean sedp_tune_find_capacity (const SedpTuneMeasure *measure, const
  *   repeats (#SedpTuneRounds's @capacity_slo_p99_ms) only, 0 otherwise
  * @worst_p99_ms: the highest of the repeats' p99 latencies
  * @worst_error_share: the highest of the repeats' error shares
+ * @worst_degraded: the highest of the repeats' @degraded
  * @n_repeats: the repeats measured (@repeats in @results)
  * @results: (array length=n_repeats): each repeat's result, in order
  *
@@ -206,6 +213,7 @@ typedef struct {
   double median_capacity_rps;
   double worst_p99_ms;
   double worst_error_share;
+  guint64 worst_degraded;
   guint n_repeats;
   SedpTuneResult *results;
 } SedpTuneRepeated;

@@ -107,6 +107,35 @@ test_short_evaluation (void)
   CU_ASSERT (fabs (r.answered_per_s - m.rate) <= 0.2 * m.rate);
   CU_ASSERT_EQUAL (r.threads, 4);
   CU_ASSERT (r.measured_s >= 1.5 && r.wall_s >= r.measured_s + 0.3);
+  CU_ASSERT_EQUAL (r.degraded, 0);
+}
+
+/* The light candidate with a fault_injector that counts item 3 of every request as degraded
+ * (sedp_stage_context_add_degraded_counter()). */
+static const char *const degrading_stage =
+  "[stage degrade]\nplugin = fault_injector\nafter = pass\ndegrade_items = 3\n";
+
+/* Degraded answers are answered OK and counted apart: about one per request of the measured
+ * window (those in flight from the warm-up may add a few). The capacity search passes no probe
+ * during which answers were degraded, and says so. */
+static void
+test_degraded (void)
+{
+  g_autofree char *text = g_strconcat (light, degrading_stage, NULL);
+  SedpTuneMeasure m = measure_at (100, 0.2, 1.0);
+  g_auto (SedpTuneResult) r = {0};
+  evaluate_feasible (&m, text, &r);
+  CU_ASSERT_EQUAL (r.errors, 0);
+  CU_ASSERT_EQUAL (r.answered, r.arrivals);
+  CU_ASSERT (r.degraded >= r.arrivals / 2 && r.degraded <= r.arrivals + 20);
+  g_auto (SedpTuneResult) cap = {0};
+  g_autoptr (GError) error = NULL;
+  CU_ASSERT_TRUE_FATAL (sedp_tune_find_capacity (&m, text, "d.pipeline", 50, &cap, &error));
+  CU_ASSERT_TRUE (cap.feasible);
+  CU_ASSERT_EQUAL (cap.capacity_rps, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL (cap.first_error);
+  if (!under_valgrind ()) /* there the SLO may fail first */
+    CU_ASSERT_PTR_NOT_NULL (strstr (cap.first_error, "degraded counters rose by"));
 }
 
 /* Four times the work per item costs at least twice the CPU per request (the fixed costs of
@@ -330,6 +359,7 @@ main (void)
   CU_add_test (s, "repeats stop at an infeasible candidate", test_repeat_infeasible);
   CU_add_test (s, "bad settings are refused", test_bad_settings);
   CU_add_test (s, "a lighter candidate has the higher capacity", test_capacity);
+  CU_add_test (s, "degraded answers are counted; no capacity with them", test_degraded);
   CU_add_test (s, "candidates measured in interleaved rounds", test_rounds);
   CU_add_test (s, "the workload check names a failing request", test_check_workload);
   CU_add_test (s, "the workload check refuses a broken baseline", test_check_baseline);

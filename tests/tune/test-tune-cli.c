@@ -520,6 +520,42 @@ test_missing_stage (void)
   CU_ASSERT_FALSE (g_file_test (out, G_FILE_TEST_EXISTS));
 }
 
+/* A pipeline whose answers are all degraded (a fault_injector counts item 3 of every request):
+ * the baseline and each candidate are answered OK but infeasible, the reason says so, the
+ * report and the journal carry the counts, and the original values are kept. */
+static void
+test_degraded (void)
+{
+  g_auto (GStrv) parts = g_strsplit (pipeline_text, "[tune]", 2);
+  g_autofree char *text = g_strconcat (parts[0], "[stage degrade]\nplugin = fault_injector\n"
+                                       "after = pass\ndegrade_items = 3\n\n[tune]", parts[1], NULL);
+  g_autofree char *path = in_dir ("degraded.pipeline");
+  g_autofree char *out = in_dir ("degraded-tuned.pipeline");
+  g_autofree char *report = in_dir ("degraded.json");
+  g_autofree char *journal = in_dir ("degraded-tuned.pipeline.journal");
+  CU_ASSERT_TRUE_FATAL (g_file_set_contents (path, text, -1, NULL));
+  g_auto (SedpTestRun) r;
+  spawn_sedp (&r, "tune", path, "--rate", "100", "--slo-p99-ms", "200", "--budget-evals", "2",
+              "--warmup-s", "0.1", "--measure-s", "0.3", "-o", out, "--report", report, NULL);
+  SEDP_ASSERT_EXIT (r, 0);
+  SEDP_ASSERT_CONTAINS (r.err, "eval 2/2: ");
+  SEDP_ASSERT_CONTAINS (r.err, "infeasible: answers degraded: the pipeline's degraded counters");
+  SEDP_ASSERT_CONTAINS (r.out, "No candidate beat the baseline");
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = load_report (parser, report);
+  JsonArray *evals = json_object_get_array_member (root, "evaluations");
+  CU_ASSERT_PTR_NOT_NULL_FATAL (evals);
+  CU_ASSERT_TRUE (json_array_get_length (evals) >= 2);
+  for (guint i = 0; i < json_array_get_length (evals); i++) {
+    JsonObject *e = json_array_get_object_element (evals, i);
+    CU_ASSERT_TRUE (json_object_get_int_member (e, "degraded") > 0);
+    CU_ASSERT_FALSE (json_object_get_boolean_member (e, "feasible"));
+  }
+  g_autofree char *lines = NULL;
+  CU_ASSERT_TRUE_FATAL (g_file_get_contents (journal, &lines, NULL, NULL));
+  SEDP_ASSERT_CONTAINS (lines, "\"degraded\":");
+}
+
 int
 main (void)
 {
@@ -532,5 +568,6 @@ main (void)
   CU_add_test (s, "SIGINT keeps the journal and an interrupted report; the tune resumes", test_interrupt);
   CU_add_test (s, "bad options each give their error", test_bad_options);
   CU_add_test (s, "a space naming a missing stage stops before any run", test_missing_stage);
+  CU_add_test (s, "degraded answers make every candidate infeasible", test_degraded);
   return sedp_test_run ();
 }
