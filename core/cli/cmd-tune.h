@@ -15,14 +15,11 @@
 /* The constraints told to the optimiser, in this order. */
 enum {
   TUNE_C_P99,     /* max (0, p99 − SLO) / SLO; --maximize throughput: 1 when no rate kept it */
-  TUNE_C_ERRORS,  /* the share of requests not answered OK, plus tune_degraded_share() */
+  TUNE_C_ERRORS,  /* the share of requests not answered OK, plus degraded answers per request */
   TUNE_C_WORKERS, /* worker threads beyond max_workers */
   TUNE_C_BUILD,   /* 1 when the candidate did not build or start */
   TUNE_N_CONSTRAINTS
 };
-
-/* @r's degraded answers per request due (0 when none: any is a violation of TUNE_C_ERRORS). */
-double tune_degraded_share (const SedpTuneResult *r);
 
 /* The finalists re-measured, and how many times each (in interleaved rounds, with the
  * baseline). */

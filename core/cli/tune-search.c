@@ -26,8 +26,9 @@ tune_eval_free (gpointer e)
   g_free (e);
 }
 
-double
-tune_degraded_share (const SedpTuneResult *r)
+/* @r's degraded answers per request due (0 when none: any is a violation of TUNE_C_ERRORS). */
+static double
+degraded_share (const SedpTuneResult *r)
 {
   return r->degraded ? (double) r->degraded / (double) MAX (r->arrivals, 1) : 0;
 }
@@ -43,7 +44,7 @@ judge_service (const Tune *t, TuneEval *e)
     v[TUNE_C_ERRORS] = 0;
   } else {
     v[TUNE_C_P99] = MAX (0, e->r.p99_ms - slo) / slo;
-    v[TUNE_C_ERRORS] = e->r.error_share + tune_degraded_share (&e->r);
+    v[TUNE_C_ERRORS] = e->r.error_share + degraded_share (&e->r);
   }
 }
 
@@ -60,11 +61,10 @@ service_reason (const Tune *t, const TuneEval *e)
   if (v[TUNE_C_ERRORS] > 0 && e->r.errors > 0)
     return g_strdup_printf ("%.3g %% of the requests not answered OK (first: %s)",
                             100 * e->r.error_share, e->r.first_error ? e->r.first_error : "?");
-  if (v[TUNE_C_ERRORS] > 0)
-    return g_strdup_printf ("answers degraded: the pipeline's degraded counters rose by %"
-                            G_GUINT64_FORMAT " during the measure (answers given with stand-ins, such "
-                            "as lookups answered with default values or candidates shed under "
-                            "load)", e->r.degraded);
+  if (v[TUNE_C_ERRORS] > 0) {
+    g_autofree char *why = sedp_tune_degraded_reason (e->r.degraded);
+    return g_strdup_printf ("answers degraded: %s", why);
+  }
   return NULL;
 }
 

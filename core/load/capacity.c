@@ -144,28 +144,16 @@ static gboolean
 no_capacity (const Bracket *b, const SedpLoadgenSearch *s, const SedpLoadgenCapacity *out,
              GError **error)
 {
-  if (b->refused_why && b->refused_rate <= out->lowest_failing_rps) {
-    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
-                 "no rate met the SLO in %u probes: the lowest, %.3g requests/s, kept the p99 "
-                 "and the errors but %s; relieve the target", out->probes,
-                 out->lowest_failing_rps, b->refused_why);
-    return FALSE;
-  }
-  if (b->refused_why) {
-    g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
-                 "no rate met the SLO in %u probes: the lowest, %.3g requests/s, had p99 %.3f "
-                 "ms and %.2f %% errors; %.3g requests/s kept the p99 (the SLO: at most %.3f "
-                 "ms) and the errors but %s; relieve the target", out->probes,
-                 out->lowest_failing_rps, b->hi_p99_ms, 100 * b->hi_error_share,
-                 b->refused_rate, s->slo_p99_ms, b->refused_why);
-    return FALSE;
-  }
+  g_autofree char *refused =
+    b->refused_why ? g_strdup_printf ("; %.3g requests/s kept the p99 and the errors but %s",
+                                      b->refused_rate, b->refused_why)
+                   : NULL;
   g_set_error (error, SEDP_LOADGEN_ERROR, SEDP_LOADGEN_ERROR_NO_CAPACITY,
                "no rate met the SLO in %u probes: the lowest, %.3g requests/s, had p99 %.3f ms "
-               "(the SLO: at most %.3f ms) and %.2f %% errors (the bound: under %.2f %%); "
+               "(the SLO: at most %.3f ms) and %.2f %% errors (the bound: under %.2f %%)%s; "
                "raise the SLO or relieve the target",
                out->probes, out->lowest_failing_rps, b->hi_p99_ms, s->slo_p99_ms,
-               100 * b->hi_error_share, 100 * s->max_error_share);
+               100 * b->hi_error_share, 100 * s->max_error_share, refused ? refused : "");
   return FALSE;
 }
 

@@ -271,16 +271,21 @@ typedef struct {
   guint64 degraded;
 } ProbeWatch;
 
+char *
+sedp_tune_degraded_reason (guint64 rose)
+{
+  return g_strdup_printf ("the pipeline's degraded counters rose by %" G_GUINT64_FORMAT
+                          " (answers given with stand-ins, such as lookups answered with default "
+                          "values or candidates shed under load)", rose);
+}
+
 /* The search's accept hook: a probe during which answers were degraded does not pass. */
 static char *
 accept_undegraded (const SedpLoadgenResults *results, gpointer data)
 {
   ProbeWatch *w = data;
   guint64 rose = degraded_now (w->p) - w->degraded;
-  return rose ? g_strdup_printf ("the pipeline's degraded counters rose by %" G_GUINT64_FORMAT
-                                 " (answers given with stand-ins, such as lookups "
-                                 "answered with default values or candidates shed under load)", rose)
-              : NULL;
+  return rose ? sedp_tune_degraded_reason (rose) : NULL;
 }
 
 /* The search's probe hook: the degraded sum is taken after every probe. */

@@ -129,6 +129,10 @@ typedef struct {
   guint64 degraded;
 } SedpTuneResult;
 
+/* Why answers count as degraded: "the pipeline's degraded counters rose by @rose (…)", the
+ * one wording of the tuner's reason and the capacity search's refusal. Free it. */
+SEDP_API char *sedp_tune_degraded_reason (guint64 rose);
+
 /* Frees @result's strings and zeroes it; clearing twice is harmless. */
 SEDP_API void sedp_tune_result_clear (SedpTuneResult *result);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SedpTuneResult, sedp_tune_result_clear)
